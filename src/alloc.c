@@ -1,0 +1,249 @@
+/* The malloc family behind the prefixed API: slow paths, calloc/realloc/aligned allocation,
+ * and the checks that turn a bad pointer into a clear error instead of corruption. */
+#include "alloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static mth_heap_t *mth_heap(void) {
+  mth_heap_t *heap = mth_tls_heap;
+  if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
+  return heap;
+}
+
+void *mth_malloc_slow(size_t size) {
+  mth_heap_t *heap = mth_heap();
+  void *p = NULL;
+  if (MTH_LIKELY(heap != NULL && size <= MTH_MAX_ALLOC)) p = mth_page_alloc_slow(heap, size);
+  if (MTH_UNLIKELY(p == NULL)) errno = ENOMEM;
+  return p;
+}
+
+void mth_invalid_pointer(const char *what, const void *p, const char *why) {
+  if (mth_opt.abort_on_invalid)
+    mth_fatal("%s(%p): %s (set MTHEAP_ABORT_ON_INVALID=0 to ignore such calls)", what, p, why);
+  mth_message("warning: %s(%p): %s; ignored", what, p, why);
+}
+
+/* The block p belongs to, after the checks the fast path skips.  NULL if p is invalid (the
+ * error has been reported).  *hseg is set for huge blocks. */
+static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **pagep,
+                                 mth_segment_t **hseg) {
+  mth_segment_t *seg = mth_segment_of(p);
+  *hseg = NULL;
+  if (!mth_segmap_test(seg) || !mth_segment_valid(seg) || seg->kind == MTH_SEG_HUGE) {
+    mth_segment_t *h = mth_huge_lookup(p);
+    if (!h) {
+      mth_invalid_pointer(what, p, mth_arena_contains(p) ? "not an allocated block (freed twice, or never allocated)"
+                                                         : "pointer not allocated by mtheap");
+      return NULL;
+    }
+    if (p != h->huge_block) {
+      mth_invalid_pointer(what, p, "pointer into the middle of a block");
+      return NULL;
+    }
+    *hseg = h;
+    return (mth_block_t *)p;
+  }
+  mth_page_t *page = mth_page_of(seg, p);
+  if (page->flags & (MTH_PAGE_UNUSED | MTH_PAGE_META)) {
+    mth_invalid_pointer(what, p, "not an allocated block (freed twice, or never allocated)");
+    return NULL;
+  }
+  uint8_t *start = mth_page_start(page);
+  size_t off = (size_t)((const uint8_t *)p - start) % page->block_size;
+  if (off != 0 && !(page->flags & MTH_PAGE_ALIGNED)) {
+    mth_invalid_pointer(what, p, "pointer into the middle of a block");
+    return NULL;
+  }
+  *pagep = page;
+  return (mth_block_t *)((const uint8_t *)p - off);
+}
+
+void mth_free_slow(void *p) {
+  if (p == NULL) return;
+  mth_page_t *page;
+  mth_segment_t *hseg;
+  mth_block_t *b = mth_block_of(p, "free", &page, &hseg);
+  if (!b) return;
+  if (hseg) {
+    mth_huge_free(hseg);
+    return;
+  }
+  mth_segment_t *seg = mth_segment_of(page);
+  mth_heap_t *heap = mth_tls_heap;
+  if (seg->heap == heap) {
+    mth_page_free_local(heap, page, b);
+    return;
+  }
+  /* another thread's block: one CAS onto its heap's inbox; the owner reclaims it lazily */
+  mth_heap_t *owner = seg->heap;
+  mth_block_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+  do {
+    b->next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, b, memory_order_release,
+                                                  memory_order_relaxed));
+  if (heap != &mth_heap_empty) heap->st_remote_out++;
+}
+
+size_t mth_usable_size(const void *p, const char *caller) {
+  if (p == NULL) return 0;
+  mth_page_t *page;
+  mth_segment_t *hseg;
+  mth_block_t *b = mth_block_of(p, caller, &page, &hseg);
+  if (!b) return 0;
+  if (hseg) return (size_t)(hseg->huge_block + hseg->huge_size - (const uint8_t *)p);
+  return page->block_size - (size_t)((const uint8_t *)p - (const uint8_t *)b);
+}
+
+void *mth_calloc(size_t n, size_t size) {
+  size_t total;
+  if (MTH_UNLIKELY(__builtin_mul_overflow(n, size, &total) || total > MTH_MAX_ALLOC)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  if (total <= MTH_SMALL_MAX) {
+    void *p = mth_malloc_fast(total);
+    if (p) memset(p, 0, total);
+    return p;
+  }
+  mth_heap_t *heap = mth_heap();
+  void *p = heap ? mth_page_alloc_zero(heap, total) : NULL;
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+void *mth_realloc(void *p, size_t size) {
+  if (p == NULL) return mth_malloc_fast(size);
+  if (size == 0) {   /* glibc: frees and returns NULL */
+    mth_free_fast(p);
+    return NULL;
+  }
+  if (size > MTH_MAX_ALLOC) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  mth_page_t *page;
+  mth_segment_t *hseg;
+  mth_block_t *b = mth_block_of(p, "realloc", &page, &hseg);
+  if (!b) return NULL;
+  size_t usable;
+  if (hseg) {
+    usable = (size_t)(hseg->huge_block + hseg->huge_size - (uint8_t *)p);
+    if (size > MTH_LARGE_MAX) {
+      void *q = mth_huge_realloc(hseg, p, size);
+      if (q) return q;
+    }
+  } else {
+    usable = page->block_size - (size_t)((uint8_t *)p - (uint8_t *)b);
+    if (size <= usable && size >= usable / 2) return p;
+  }
+  void *q = mth_malloc_fast(size);
+  if (!q) return NULL;
+  memcpy(q, p, size < usable ? size : usable);
+  mth_free_fast(p);
+  return q;
+}
+
+void *mth_malloc_aligned(size_t size, size_t align) {
+  if (align <= 16) return mth_malloc_fast(size);
+  if (size == 0) size = 1;
+  if (size > MTH_MAX_ALLOC || align > MTH_REGION_SIZE) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  /* classes that are a multiple of the alignment are aligned already: page starts are */
+  if (size <= MTH_CLASS_MAX && align <= MTH_SLICE_SIZE && (mth_bin_size(mth_bin_of(size)) & (align - 1)) == 0)
+    return mth_malloc_fast(size);
+  size_t over = size + align - 1;
+  if (over <= MTH_LARGE_MAX) {
+    if (size > MTH_CLASS_MAX && align <= MTH_SLICE_SIZE) return mth_malloc_fast(size);  /* large spans are 64 KiB aligned */
+    uint8_t *p = mth_malloc_fast(over);
+    if (!p) return NULL;
+    uint8_t *q = (uint8_t *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+    if (q != p) {
+      mth_segment_t *seg = mth_segment_of(p);
+      mth_page_of(seg, p)->flags |= MTH_PAGE_ALIGNED;   /* our own page: malloc just used it */
+    }
+    return q;
+  }
+  mth_heap_t *heap = mth_heap();
+  void *p = heap ? mth_huge_alloc(heap, size, align, false) : NULL;
+  if (!p) errno = ENOMEM;
+  return p;
+}
+
+/* ---- the prefixed API ---- */
+
+MTHEAP_API void *mtheap_malloc(size_t size) { return mth_malloc_fast(size); }
+MTHEAP_API void mtheap_free(void *p) { mth_free_fast(p); }
+MTHEAP_API void *mtheap_calloc(size_t n, size_t size) { return mth_calloc(n, size); }
+MTHEAP_API void *mtheap_realloc(void *p, size_t size) { return mth_realloc(p, size); }
+
+MTHEAP_API void *mtheap_reallocarray(void *p, size_t n, size_t size) {
+  size_t total;
+  if (__builtin_mul_overflow(n, size, &total)) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  return mth_realloc(p, total);
+}
+
+MTHEAP_API void mtheap_free_sized(void *p, size_t size) { mth_free_fast(p); }
+MTHEAP_API void mtheap_free_aligned_sized(void *p, size_t align, size_t size) { mth_free_fast(p); }
+
+MTHEAP_API int mtheap_posix_memalign(void **out, size_t align, size_t size) {
+  if (align < sizeof(void *) || (align & (align - 1)) != 0) return EINVAL;
+  int saved = errno;
+  void *p = mth_malloc_aligned(size, align);
+  errno = saved;
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+MTHEAP_API void *mtheap_aligned_alloc(size_t align, size_t size) {
+  if (align == 0 || (align & (align - 1)) != 0) {
+    errno = EINVAL;
+    return NULL;
+  }
+  return mth_malloc_aligned(size, align);
+}
+
+/* glibc's memalign rounds an alignment that is not a power of two up to one. */
+MTHEAP_API void *mtheap_memalign(size_t align, size_t size) {
+  if (align & (align - 1)) {
+    if (align > ((size_t)1 << 62)) {
+      errno = EINVAL;
+      return NULL;
+    }
+    align = (size_t)1 << (64 - __builtin_clzl(align));
+  }
+  return mth_malloc_aligned(size, align);
+}
+
+MTHEAP_API void *mtheap_valloc(size_t size) { return mth_malloc_aligned(size, (size_t)getpagesize()); }
+
+MTHEAP_API void *mtheap_pvalloc(size_t size) {
+  size_t ps = (size_t)getpagesize();
+  if (size > MTH_MAX_ALLOC) {
+    errno = ENOMEM;
+    return NULL;
+  }
+  size = size == 0 ? ps : (size + ps - 1) & ~(ps - 1);
+  return mth_malloc_aligned(size, ps);
+}
+
+MTHEAP_API size_t mtheap_usable_size(const void *p) { return mth_usable_size(p, "malloc_usable_size"); }
+
+MTHEAP_API bool mtheap_owns(const void *p) {
+  if (p == NULL) return false;
+  mth_segment_t *seg = mth_segment_of(p);
+  if (mth_segmap_test(seg) && mth_segment_valid(seg)) {
+    if (seg->kind == MTH_SEG_HUGE) return (const uint8_t *)p >= seg->huge_block;
+    mth_page_t *page = mth_page_of(seg, p);
+    return !(page->flags & (MTH_PAGE_UNUSED | MTH_PAGE_META));
+  }
+  return mth_huge_lookup(p) != NULL;
+}

@@ -1,0 +1,49 @@
+/* The fast paths of malloc and free, inlined into both the prefixed API (alloc.c) and the
+ * overriding symbols (override.c).  Nothing here takes a lock or does an atomic read-modify-
+ * write: a thread allocating and freeing its own small blocks touches only its own heap.
+ *
+ * malloc: size -> heap->direct[] -> page -> pop page->free.  Everything else (an empty list, a
+ *   size above 1 KiB, a thread without a heap) goes to mth_malloc_slow.
+ * free:   pointer -> 4 MiB segment (mask) -> segmap bit (is it ours?) -> page (slice index and
+ *   back-offset) -> if our heap owns it and the page needs no care, push on page->local_free.
+ */
+#ifndef MTH_ALLOC_H
+#define MTH_ALLOC_H
+#include "internal.h"
+
+MTH_INLINE void *mth_malloc_fast(size_t size) {
+  mth_heap_t *heap = mth_tls_heap;
+  if (MTH_LIKELY(size <= MTH_SMALL_MAX)) {
+    mth_page_t *page = heap->direct[(size + 15) >> 4];
+    mth_block_t *b = page->free;
+    if (MTH_LIKELY(b != NULL)) {
+      page->free = b->next;
+      page->used++;
+      page->nmalloc++;
+      return b;
+    }
+  }
+  return mth_malloc_slow(size);
+}
+
+MTH_INLINE void mth_free_fast(void *p) {
+  mth_segment_t *seg = mth_segment_of(p);
+  if (MTH_LIKELY(mth_segmap_test(seg))) {
+    mth_page_t *page = mth_page_of(seg, p);
+    mth_heap_t *heap = mth_tls_heap;
+    if (MTH_LIKELY(seg->heap == heap && page->flags == 0)) {
+      mth_block_t *b = (mth_block_t *)p;
+      b->next = page->local_free;
+      page->local_free = b;
+      if (MTH_UNLIKELY(--page->used == 0)) mth_page_retire(heap, page);
+      return;
+    }
+  }
+  mth_free_slow(p);
+}
+
+MTH_HIDDEN void *mth_calloc(size_t n, size_t size);
+MTH_HIDDEN void *mth_realloc(void *p, size_t size);
+MTH_HIDDEN void *mth_malloc_aligned(size_t size, size_t align);
+MTH_HIDDEN size_t mth_usable_size(const void *p, const char *caller);
+#endif

@@ -1,0 +1,256 @@
+/* The arena: address space reserved in 1 GiB-aligned regions, handed out as runs of 4 MiB slots.
+ *
+ * Why: every mmap/munmap takes the kernel's mmap lock for writing and stalls all page faults of
+ * the process (the NTT report's 300 ms mallocs).  Regions are reserved once and never unmapped;
+ * freed runs are kept (dirty) and reused, and their pages are given back with madvise only after
+ * the purge delay, so steady-state allocation of any size makes no mmap or munmap call.
+ *
+ * Invariants (under mth_arena_lock):
+ *   - free bit set    => slot belongs to no run; dirty bit says whether it may be resident.
+ *   - free bit clear  => slot is in a live run, or is being purged right now (busy).
+ *   - head[slot] is the first slot of the live run containing slot (undefined when free).
+ *   - regions are only ever added; a region's base and size never change.
+ */
+#include "internal.h"
+
+#define MTH_MAX_REGIONS 4096
+
+typedef struct {
+  uint8_t *base;
+  size_t nslots;
+  uint64_t *free_bits;
+  uint64_t *dirty_bits;
+  uint64_t *freed_at;         /* ms timestamp a dirty slot was freed */
+  uint32_t *head;
+} mth_region_t;
+
+static mth_lock_t mth_arena_lock;
+static mth_region_t *mth_regions[MTH_MAX_REGIONS];
+static _Atomic size_t mth_nregions;
+static uint64_t mth_arena_purge_next;   /* 0: nothing dirty waits; else earliest due time */
+
+MTH_INLINE bool bit_get(const uint64_t *w, size_t i) { return (w[i >> 6] >> (i & 63)) & 1; }
+MTH_INLINE void bit_set(uint64_t *w, size_t i) { w[i >> 6] |= (uint64_t)1 << (i & 63); }
+MTH_INLINE void bit_clear(uint64_t *w, size_t i) { w[i >> 6] &= ~((uint64_t)1 << (i & 63)); }
+
+static mth_region_t *mth_region_new(size_t size) {
+  size_t nslots = size >> MTH_SEG_SHIFT;
+  size_t nwords = (nslots + 63) / 64;
+  size_t bytes = sizeof(mth_region_t) + 2 * nwords * 8 + nslots * 8 + nslots * 4;
+  if (atomic_load(&mth_nregions) >= MTH_MAX_REGIONS) return NULL;
+  uint8_t *meta = mth_meta_alloc(bytes);
+  if (!meta) return NULL;
+  uint8_t *base = mth_os_reserve(size, MTH_REGION_SIZE);
+  if (!base) return NULL;   /* the metadata chunk is lost; this happens once, at exhaustion */
+  mth_region_t *r = (mth_region_t *)meta;
+  r->base = base;
+  r->nslots = nslots;
+  r->free_bits = (uint64_t *)(r + 1);
+  r->dirty_bits = r->free_bits + nwords;
+  r->freed_at = r->dirty_bits + nwords;
+  r->head = (uint32_t *)(r->freed_at + nslots);
+  for (size_t i = 0; i < nslots; i++) bit_set(r->free_bits, i);
+  if (mth_opt.verbose)
+    mth_message("reserved region of %zu MiB at %p", size >> 20, (void *)base);
+  size_t n = atomic_load(&mth_nregions);
+  mth_regions[n] = r;
+  atomic_store_explicit(&mth_nregions, n + 1, memory_order_release);
+  return r;
+}
+
+static mth_region_t *mth_region_of(const void *p) {
+  size_t n = atomic_load_explicit(&mth_nregions, memory_order_acquire);
+  for (size_t i = 0; i < n; i++) {
+    mth_region_t *r = mth_regions[i];
+    if ((const uint8_t *)p >= r->base && (const uint8_t *)p < r->base + (r->nslots << MTH_SEG_SHIFT))
+      return r;
+  }
+  return NULL;
+}
+
+bool mth_arena_contains(const void *p) { return mth_region_of(p) != NULL; }
+
+/* First fit: a run of n free slots whose slot (i + lead) starts on a multiple of step. */
+static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t lead) {
+  size_t i = 0;
+  while (i + n <= r->nslots) {
+    if (r->free_bits[i >> 6] == 0 && (i & 63) == 0) { i += 64; continue; }
+    if (step > 1) {
+      size_t rem = (i + lead) % step;
+      if (rem) { i += step - rem; continue; }
+    }
+    size_t j = 0;
+    while (j < n && bit_get(r->free_bits, i + j)) j++;
+    if (j == n) return (long)i;
+    i += j + 1;
+  }
+  return -1;
+}
+
+static void mth_run_claim(mth_region_t *r, size_t s, size_t n, uint32_t head, bool *is_zero) {
+  bool zero = true;
+  for (size_t k = s; k < s + n; k++) {
+    if (bit_get(r->dirty_bits, k)) zero = false;
+    bit_clear(r->free_bits, k);
+    bit_clear(r->dirty_bits, k);
+    r->head[k] = head;
+  }
+  if (is_zero) *is_zero = zero;
+}
+
+/* A run of nslots; with align > 4 MiB, slot (start + lead) is aligned to it. */
+mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *is_zero) {
+  size_t step = align > MTH_SEG_SIZE ? align >> MTH_SEG_SHIFT : 1;
+  if (align > MTH_REGION_SIZE) return NULL;
+  mth_lock(&mth_arena_lock);
+  mth_region_t *r = NULL;
+  long s = -1;
+  size_t nr = atomic_load(&mth_nregions);
+  for (size_t i = 0; i < nr && s < 0; i++) {
+    s = mth_region_find(mth_regions[i], nslots, step, lead);
+    if (s >= 0) r = mth_regions[i];
+  }
+  if (s < 0) {
+    size_t need = ((nslots + step) << MTH_SEG_SHIFT);
+    size_t size = mth_opt.region_size;
+    if (need > size) size = (need + MTH_REGION_SIZE - 1) & ~(MTH_REGION_SIZE - 1);
+    r = mth_region_new(size);
+    if (r) s = mth_region_find(r, nslots, step, lead);
+  }
+  if (s < 0) {
+    mth_unlock(&mth_arena_lock);
+    return NULL;
+  }
+  mth_run_claim(r, (size_t)s, nslots, (uint32_t)s, is_zero);
+  mth_unlock(&mth_arena_lock);
+  return (mth_segment_t *)(r->base + ((size_t)s << MTH_SEG_SHIFT));
+}
+
+/* Grow a live run in place if the slots after it are free. */
+bool mth_arena_try_extend(void *start, size_t nslots, size_t new_nslots) {
+  mth_lock(&mth_arena_lock);
+  mth_region_t *r = mth_region_of(start);
+  size_t s = (size_t)((uint8_t *)start - r->base) >> MTH_SEG_SHIFT;
+  bool ok = s + new_nslots <= r->nslots;
+  for (size_t k = s + nslots; ok && k < s + new_nslots; k++) ok = bit_get(r->free_bits, k);
+  if (ok) mth_run_claim(r, s + nslots, new_nslots - nslots, (uint32_t)s, NULL);
+  mth_unlock(&mth_arena_lock);
+  return ok;
+}
+
+void mth_arena_free(void *start, size_t nslots, bool clean) {
+  if (!clean && mth_opt.purge_delay_ms == 0) {
+    mth_os_purge(start, nslots << MTH_SEG_SHIFT);
+    clean = true;
+  }
+  uint64_t now = clean ? 0 : mth_clock_ms();
+  mth_lock(&mth_arena_lock);
+  mth_region_t *r = mth_region_of(start);
+  size_t s = (size_t)((uint8_t *)start - r->base) >> MTH_SEG_SHIFT;
+  for (size_t k = s; k < s + nslots; k++) {
+    bit_set(r->free_bits, k);
+    if (!clean) {
+      bit_set(r->dirty_bits, k);
+      r->freed_at[k] = now;
+    }
+  }
+  if (!clean && mth_opt.purge_delay_ms > 0 && mth_arena_purge_next == 0)
+    mth_arena_purge_next = now + (uint64_t)mth_opt.purge_delay_ms;
+  mth_unlock(&mth_arena_lock);
+}
+
+void *mth_arena_find_head(const void *p) {
+  mth_region_t *r = mth_region_of(p);
+  if (!r) return NULL;
+  mth_lock(&mth_arena_lock);
+  size_t s = (size_t)((const uint8_t *)p - r->base) >> MTH_SEG_SHIFT;
+  void *h = bit_get(r->free_bits, s) ? NULL : r->base + ((size_t)r->head[s] << MTH_SEG_SHIFT);
+  mth_unlock(&mth_arena_lock);
+  return h;
+}
+
+/* Give dirty free runs back to the OS.  madvise runs outside the lock: the slots are marked
+ * busy (not free) meanwhile, so nobody allocates them while they are being dropped. */
+void mth_arena_purge(bool force) {
+  if (mth_opt.purge_delay_ms < 0 && !force) return;
+  uint64_t now = mth_clock_ms();
+  uint64_t delay = mth_opt.purge_delay_ms < 0 ? 0 : (uint64_t)mth_opt.purge_delay_ms;
+  if (!force) {
+    uint64_t due = __atomic_load_n(&mth_arena_purge_next, __ATOMIC_RELAXED);
+    if (due == 0 || now < due) return;
+  }
+  enum { MAXRUNS = 64 };
+  struct { uint8_t *p; size_t n; } runs[MAXRUNS];
+  for (;;) {
+    size_t nruns = 0;
+    uint64_t next = 0;
+    mth_lock(&mth_arena_lock);
+    size_t nr = atomic_load(&mth_nregions);
+    for (size_t i = 0; i < nr && nruns < MAXRUNS; i++) {
+      mth_region_t *r = mth_regions[i];
+      for (size_t k = 0; k < r->nslots && nruns < MAXRUNS; k++) {
+        if (!bit_get(r->dirty_bits, k)) {
+          if ((k & 63) == 0 && r->dirty_bits[k >> 6] == 0) k += 63;
+          continue;
+        }
+        if (!force && r->freed_at[k] + delay > now) {
+          uint64_t due = r->freed_at[k] + delay;
+          if (next == 0 || due < next) next = due;
+          continue;
+        }
+        bit_clear(r->dirty_bits, k);
+        bit_clear(r->free_bits, k);   /* busy while purging */
+        uint8_t *p = r->base + (k << MTH_SEG_SHIFT);
+        if (nruns > 0 && runs[nruns - 1].p + (runs[nruns - 1].n << MTH_SEG_SHIFT) == p)
+          runs[nruns - 1].n++;
+        else
+          runs[nruns].p = p, runs[nruns].n = 1, nruns++;
+      }
+    }
+    if (nruns < MAXRUNS) mth_arena_purge_next = next;
+    mth_unlock(&mth_arena_lock);
+    for (size_t i = 0; i < nruns; i++) mth_os_purge(runs[i].p, runs[i].n << MTH_SEG_SHIFT);
+    if (nruns == 0) return;
+    mth_lock(&mth_arena_lock);
+    for (size_t i = 0; i < nruns; i++) {
+      mth_region_t *r = mth_region_of(runs[i].p);
+      size_t s = (size_t)(runs[i].p - r->base) >> MTH_SEG_SHIFT;
+      for (size_t k = s; k < s + runs[i].n; k++) bit_set(r->free_bits, k);
+    }
+    mth_unlock(&mth_arena_lock);
+    if (nruns < MAXRUNS) return;
+  }
+}
+
+void mth_arena_stats(size_t *reserved, size_t *committed) {
+  size_t res = 0, com = 0;
+  mth_lock(&mth_arena_lock);
+  size_t nr = atomic_load(&mth_nregions);
+  for (size_t i = 0; i < nr; i++) {
+    mth_region_t *r = mth_regions[i];
+    res += r->nslots << MTH_SEG_SHIFT;
+    for (size_t k = 0; k < r->nslots; k++)
+      if (!bit_get(r->free_bits, k) || bit_get(r->dirty_bits, k)) com += MTH_SEG_SIZE;
+  }
+  mth_unlock(&mth_arena_lock);
+  *reserved = res;
+  *committed = com;
+}
+
+void mth_arena_visit(mth_segment_visit_fn fn, void *arg) {
+  mth_lock(&mth_arena_lock);
+  size_t nr = atomic_load(&mth_nregions);
+  for (size_t i = 0; i < nr; i++) {
+    mth_region_t *r = mth_regions[i];
+    for (size_t k = 0; k < r->nslots; k++) {
+      if (bit_get(r->free_bits, k) || r->head[k] != k) continue;
+      mth_segment_t *seg = (mth_segment_t *)(r->base + (k << MTH_SEG_SHIFT));
+      if (mth_segment_valid(seg)) fn(seg, arg);
+    }
+  }
+  mth_unlock(&mth_arena_lock);
+}
+
+void mth_arena_fork_prepare(void) { mth_lock(&mth_arena_lock); }
+void mth_arena_fork_parent(void) { mth_unlock(&mth_arena_lock); }
+void mth_arena_fork_child(void) { mth_lock_reinit(&mth_arena_lock); }

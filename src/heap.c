@@ -1,0 +1,196 @@
+/* Thread heaps: creation on a thread's first malloc, the remote-free inbox, recycling at thread
+ * exit, and the process-wide state that goes with them (init, fork).
+ *
+ * Invariants:
+ *   - a heap is never freed: a dead thread's heap is abandoned and the next new thread adopts
+ *     it whole (pages, segments, pending remote frees), so a program that creates and joins
+ *     millions of threads keeps as many heaps as it ever had threads alive at once.
+ *   - remote frees to an abandoned heap still land on heap->remote; whoever owns it next (or
+ *     mtheap_collect / the periodic tick of another thread) drains them.
+ *   - after fork, heaps of threads that did not survive are "zombies": they may have been in
+ *     the middle of an update, so they are never adopted or walked again in the child.
+ */
+#include "internal.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+MTH_HIDDEN uintptr_t mth_secret;
+MTH_HIDDEN _Atomic uint64_t mth_segmap[(size_t)1 << (MTH_ADDR_BITS - MTH_SEG_SHIFT - 6)];
+
+MTH_HIDDEN mth_heap_t mth_heap_empty = {
+    .direct = {[0 ... MTH_DIRECT_N - 1] = &mth_page_empty},
+};
+MTH_HIDDEN __thread mth_heap_t *mth_tls_heap __attribute__((tls_model("initial-exec"))) = &mth_heap_empty;
+
+enum { MTH_HEAP_ZOMBIE = 3 };
+
+static mth_lock_t mth_heaps_lock;
+static mth_heap_t *mth_heaps_all;
+static mth_heap_t *mth_heaps_abandoned;
+static _Atomic int mth_have_abandoned;
+static pthread_key_t mth_heap_key;
+static _Atomic int mth_init_state;   /* 0 none, 1 running, 2 done */
+
+extern void mth_stats_at_exit(void);
+extern MTH_HIDDEN mth_lock_t mth_meta_lock;
+
+static void mth_heap_abandon(mth_heap_t *heap);
+
+static void mth_thread_exit(void *arg) {
+  mth_heap_t *heap = arg;
+  if (heap && heap == mth_tls_heap) mth_heap_abandon(heap);
+}
+
+static void mth_fork_prepare(void) {
+  mth_lock(&mth_heaps_lock);
+  mth_lock(&mth_meta_lock);
+  mth_arena_fork_prepare();
+}
+
+static void mth_fork_parent(void) {
+  mth_arena_fork_parent();
+  mth_unlock(&mth_meta_lock);
+  mth_unlock(&mth_heaps_lock);
+}
+
+static void mth_fork_child(void) {
+  mth_arena_fork_child();
+  mth_lock_reinit(&mth_meta_lock);
+  mth_lock_reinit(&mth_heaps_lock);
+  mth_heap_t *self = mth_tls_heap;
+  uint64_t live = 0;
+  for (mth_heap_t *h = mth_heaps_all; h; h = h->all_next) {
+    if (h == self) { live++; continue; }
+    if (atomic_load(&h->state) == MTH_HEAP_LIVE) atomic_store(&h->state, MTH_HEAP_ZOMBIE);
+  }
+  if (self != &mth_heap_empty) self->tid = gettid();
+  atomic_store(&mth_gstats.threads_live, live);
+}
+
+void mth_process_init(void) {
+  if (MTH_LIKELY(atomic_load_explicit(&mth_init_state, memory_order_acquire) == 2)) return;
+  int expect = 0;
+  if (!atomic_compare_exchange_strong(&mth_init_state, &expect, 1)) {
+    while (atomic_load_explicit(&mth_init_state, memory_order_acquire) != 2) sched_yield();
+    return;
+  }
+  /* nothing here may call malloc: we are inside the first one */
+  mth_options_init();
+  uintptr_t r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+    r = (uintptr_t)&r ^ ((uintptr_t)mth_clock_ns() << 17);
+  mth_secret = r | 1;
+  if (pthread_key_create(&mth_heap_key, mth_thread_exit) != 0) mth_fatal("pthread_key_create failed");
+  atomic_store_explicit(&mth_init_state, 2, memory_order_release);
+  /* these may allocate, which now works */
+  pthread_atfork(mth_fork_prepare, mth_fork_parent, mth_fork_child);
+}
+
+mth_heap_t *mth_heap_get_slow(void) {
+  mth_process_init();
+  mth_heap_t *heap = mth_tls_heap;
+  if (heap != &mth_heap_empty) return heap;
+  mth_lock(&mth_heaps_lock);
+  heap = mth_heaps_abandoned;
+  if (heap) {
+    mth_heaps_abandoned = heap->abandoned_next;
+    heap->abandoned_next = NULL;
+    atomic_store(&mth_have_abandoned, mth_heaps_abandoned != NULL);
+    atomic_fetch_add_explicit(&mth_gstats.heaps_reused, 1, memory_order_relaxed);
+  } else {
+    heap = mth_meta_alloc(sizeof *heap);
+    if (!heap) {
+      mth_unlock(&mth_heaps_lock);
+      return NULL;
+    }
+    for (size_t i = 0; i < MTH_DIRECT_N; i++) heap->direct[i] = &mth_page_empty;
+    heap->all_next = mth_heaps_all;
+    mth_heaps_all = heap;
+  }
+  atomic_store(&heap->state, MTH_HEAP_LIVE);
+  mth_unlock(&mth_heaps_lock);
+  heap->tid = gettid();
+  atomic_fetch_add_explicit(&mth_gstats.threads_seen, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&mth_gstats.threads_live, 1, memory_order_relaxed);
+  mth_tls_heap = heap;
+  pthread_setspecific(mth_heap_key, heap);
+  return heap;
+}
+
+void mth_heap_drain_remote(mth_heap_t *heap) {
+  mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
+  while (b) {
+    mth_block_t *next = b->next;
+    mth_segment_t *seg = mth_segment_of(b);
+    mth_page_free_local(heap, mth_page_of(seg, b), b);
+    b = next;
+  }
+}
+
+/* Give back what a heap holds but does not use: remote frees, kept empty pages, dirty slices
+ * (all of them with force, else only those past the purge delay), the cached empty segment. */
+static void mth_heap_tidy(mth_heap_t *heap, bool force) {
+  mth_heap_drain_remote(heap);
+  mth_heap_release_retained(heap);
+  mth_segments_purge(heap, mth_clock_ms(), force);
+  mth_segment_release_empty(heap);
+}
+
+static void mth_heap_abandon(mth_heap_t *heap) {
+  mth_heap_tidy(heap, false);
+  mth_tls_heap = &mth_heap_empty;
+  pthread_setspecific(mth_heap_key, NULL);
+  mth_lock(&mth_heaps_lock);
+  atomic_store(&heap->state, MTH_HEAP_ABANDONED);
+  heap->abandoned_next = mth_heaps_abandoned;
+  mth_heaps_abandoned = heap;
+  atomic_store(&mth_have_abandoned, 1);
+  mth_unlock(&mth_heaps_lock);
+  atomic_fetch_sub_explicit(&mth_gstats.threads_live, 1, memory_order_relaxed);
+}
+
+/* Drain and tidy abandoned heaps, so frees into a dead thread's pages become reusable memory
+ * without waiting for a new thread to adopt them. */
+void mth_heaps_collect_abandoned(void) {
+  if (!atomic_load_explicit(&mth_have_abandoned, memory_order_relaxed)) return;
+  mth_lock(&mth_heaps_lock);
+  for (mth_heap_t *h = mth_heaps_abandoned; h; h = h->abandoned_next) mth_heap_tidy(h, false);
+  mth_unlock(&mth_heaps_lock);
+}
+
+/* Called on slow paths.  Remote frees are drained every time (a relaxed load when there are
+ * none); the clock is read only every 64th call. */
+void mth_heap_tick(mth_heap_t *heap) {
+  if (atomic_load_explicit(&heap->remote, memory_order_relaxed)) mth_heap_drain_remote(heap);
+  if ((++heap->ticks & 63) != 0) return;
+  uint64_t now = mth_clock_ms();
+  if (heap->purge_next_ms && now >= heap->purge_next_ms) mth_segments_purge(heap, now, false);
+  mth_arena_purge(false);
+  if ((heap->ticks & 4095) == 0) mth_heaps_collect_abandoned();
+}
+
+void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg) {
+  mth_lock(&mth_heaps_lock);
+  for (mth_heap_t *h = mth_heaps_all; h; h = h->all_next) fn(h, arg);
+  mth_unlock(&mth_heaps_lock);
+}
+
+void mtheap_collect(bool force) {
+  mth_heap_t *heap = mth_tls_heap;
+  if (heap != &mth_heap_empty) {
+    mth_heap_drain_remote(heap);
+    if (force) mth_heap_release_retained(heap);
+    mth_segments_purge(heap, mth_clock_ms(), force);
+    if (force) mth_segment_release_empty(heap);
+  }
+  mth_heaps_collect_abandoned();
+  mth_arena_purge(force);
+}
+
+__attribute__((destructor)) static void mth_process_exit(void) {
+  if (mth_opt.stats_at_exit) mth_stats_at_exit();
+}

@@ -1,0 +1,292 @@
+/* mtheap internals: the types every part of the allocator shares.
+ *
+ * Memory layout
+ *   region   1 GiB-aligned address space reserved once with MAP_NORESERVE (arena.c); divided
+ *            into 4 MiB slots.  Regions are never unmapped: that keeps mmap/munmap out of the
+ *            steady state, and it keeps every pointer we ever handed out inside mapped memory.
+ *   segment  one or more slots starting with a header (mth_segment_t).  A "span" segment is
+ *            owned by one heap and cut into 64 slices of 64 KiB (slice 0 is the header); a
+ *            "huge" segment holds one block and belongs to no heap.
+ *   page     a run of slices (a span) holding blocks of one size class, or one large block.
+ *            Its descriptor is pages[first slice]; the other slices of the span point back to
+ *            it with slice_offset, so any interior pointer finds its page in O(1).
+ *   heap     per-thread; owns span segments.  Only the owner touches its pages' free lists;
+ *            other threads push freed blocks on heap->remote with one CAS.
+ *
+ * Invariants (checked where noted)
+ *   - mth_segmap bit for slot s is set  <=>  a live segment header starts at slot s.
+ *     A pointer whose slot bit is clear is not a span block (free() then looks it up slowly).
+ *   - page->flags == 0  <=>  the page is an ordinary in-use span page, not full, with no
+ *     aligned blocks; every other state (free slice, header slice, full, aligned) is nonzero,
+ *     so the free fast path needs one test.
+ *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
+ *     used until the owner drains heap->remote.
+ *   - a block is on exactly one list: page->free, page->local_free, heap->remote, or none (live).
+ */
+#ifndef MTH_INTERNAL_H
+#define MTH_INTERNAL_H
+
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mtheap.h"
+
+#define MTH_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MTH_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MTH_INLINE static inline __attribute__((always_inline))
+#define MTH_NOINLINE __attribute__((noinline))
+#define MTH_HIDDEN __attribute__((visibility("hidden")))
+#define MTH_CACHE_LINE 64
+
+/* ---- geometry ---- */
+#define MTH_SLICE_SHIFT 16
+#define MTH_SLICE_SIZE ((size_t)1 << MTH_SLICE_SHIFT)       /* 64 KiB */
+#define MTH_SEG_SHIFT 22
+#define MTH_SEG_SIZE ((size_t)1 << MTH_SEG_SHIFT)           /* 4 MiB */
+#define MTH_SEG_MASK (MTH_SEG_SIZE - 1)
+#define MTH_SLICES (MTH_SEG_SIZE / MTH_SLICE_SIZE)          /* 64 */
+#define MTH_REGION_SHIFT 30
+#define MTH_REGION_SIZE ((size_t)1 << MTH_REGION_SHIFT)     /* 1 GiB */
+#define MTH_ADDR_BITS 48
+
+/* ---- size classes: 16-byte steps to 128, then 8 classes per doubling (<= 12.5% apart) ---- */
+#define MTH_SMALL_MAX 1024                   /* sizes served by the direct page table */
+#define MTH_DIRECT_N (MTH_SMALL_MAX / 16 + 1)
+#define MTH_CLASS_MAX ((size_t)128 << 10)    /* largest size class; above: large spans */
+#define MTH_BINS 89                          /* classes 1..88; 0 unused */
+#define MTH_BIN_LARGE 0                      /* bin of a single-block large span */
+#define MTH_LARGE_MAX ((size_t)32 << 16)     /* 2 MiB: larger blocks get their own segments */
+#define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
+#define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
+
+MTH_INLINE size_t mth_bin_of(size_t size) {
+  if (size <= 128) return size <= 16 ? 1 : (size + 15) >> 4;
+  size_t w = size - 1;
+  unsigned b = 63 - (unsigned)__builtin_clzl(w);     /* >= 7 */
+  return 9 + (size_t)(b - 7) * 8 + ((w >> (b - 3)) & 7);
+}
+
+MTH_INLINE size_t mth_bin_size(size_t bin) {
+  if (bin <= 8) return bin * 16;
+  size_t c = bin - 9;
+  return (size_t)(8 + (c & 7) + 1) << (7 + c / 8 - 3);
+}
+
+/* ---- blocks, pages, segments ---- */
+typedef struct mth_block_s { struct mth_block_s *next; } mth_block_t;
+typedef struct mth_heap_s mth_heap_t;
+
+enum {
+  MTH_PAGE_FULL = 1u << 0,      /* no free block: parked on heap->full, off its bin queue */
+  MTH_PAGE_ALIGNED = 1u << 1,   /* holds blocks returned at an offset (memalign) */
+  MTH_PAGE_UNUSED = 1u << 2,    /* free slice */
+  MTH_PAGE_META = 1u << 3,      /* header slice of a segment */
+};
+
+typedef struct mth_page_s {
+  mth_block_t *free;          /* owner's allocation list (fast path) */
+  uint32_t used;              /* blocks out (see invariants) */
+  uint32_t flags;
+  mth_block_t *local_free;    /* owner's frees, swapped into free when free runs dry */
+  struct mth_page_s *next, *prev;   /* bin queue or heap->full */
+  uint32_t capacity;          /* blocks carved so far (carving is lazy: touch 4 KiB at a time) */
+  uint32_t reserved;          /* blocks that fit in the span */
+  uint32_t block_size;
+  uint32_t slice_offset;      /* bytes from this descriptor back to the span's first one */
+  uint32_t nmalloc;           /* allocations since the last flush into heap stats */
+  uint8_t bin;
+  uint8_t slice_count;        /* span length in slices */
+  uint16_t pad_;
+} mth_page_t;
+
+_Static_assert(sizeof(mth_page_t) == 64, "page descriptors are indexed by shift");
+
+enum { MTH_SEG_SPANS = 1, MTH_SEG_HUGE = 2 };
+
+typedef struct mth_segment_s {
+  uintptr_t cookie;           /* address ^ mth_secret: a foreign pointer fails this check */
+  mth_heap_t *heap;           /* owner of a span segment; NULL for huge */
+  uint32_t kind;
+  uint32_t nslots;            /* huge: 4 MiB slots in the run */
+  uint64_t used_mask;         /* slices in use; bit 0 (header) always set */
+  uint64_t dirty_mask;        /* free slices that may be resident; free & ~dirty is zeroed */
+  uint64_t purge_at_ms;       /* 0, or when dirty slices become due for purging */
+  struct mth_segment_s *next, *prev;  /* heap's segs_avail / segs_full list */
+  uint8_t *huge_block;        /* huge: the block */
+  size_t huge_size;           /* huge: usable bytes from huge_block to the end of the run */
+  bool on_full_list;
+  _Alignas(MTH_CACHE_LINE) mth_page_t pages[MTH_SLICES];
+} mth_segment_t;
+
+_Static_assert(offsetof(mth_segment_t, pages) % MTH_CACHE_LINE == 0, "pages on cache lines");
+_Static_assert(sizeof(mth_segment_t) <= MTH_SLICE_SIZE, "header fits in slice 0");
+
+/* ---- heaps ---- */
+typedef struct { mth_page_t *first, *last; } mth_queue_t;
+
+typedef struct {
+  uint64_t mallocs;           /* flushed from pages */
+  uint64_t frees_remote_in;   /* not used per bin yet */
+} mth_bin_stats_t;
+
+struct mth_heap_s {
+  /* owner-only, hot */
+  mth_page_t *direct[MTH_DIRECT_N];   /* size/16 -> current page of its class */
+  mth_queue_t bins[MTH_BINS];
+  mth_queue_t full;
+  mth_segment_t *segs_avail, *segs_full;
+  uint32_t empty_segs;        /* span segments with only the header in use (cache of one) */
+  uint32_t ticks;             /* slow-path events; every so often, look at the clock */
+  uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
+  /* statistics (owner writes, readers tolerate tearing) */
+  uint64_t st_mallocs[MTH_BINS];
+  uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
+  /* bookkeeping */
+  mth_heap_t *all_next;       /* every heap ever made: they are recycled, never freed */
+  mth_heap_t *abandoned_next;
+  int tid;
+  _Atomic int state;          /* MTH_HEAP_LIVE / MTH_HEAP_ABANDONED */
+  /* written by other threads: keep off the owner's lines */
+  _Alignas(MTH_CACHE_LINE) _Atomic(mth_block_t *) remote;
+  _Alignas(MTH_CACHE_LINE) char tail_pad_[0];
+};
+
+enum { MTH_HEAP_LIVE = 1, MTH_HEAP_ABANDONED = 2 };
+
+/* ---- globals ---- */
+extern MTH_HIDDEN uintptr_t mth_secret;
+extern MTH_HIDDEN _Atomic uint64_t mth_segmap[];   /* bit per 4 MiB slot: live segment header */
+extern MTH_HIDDEN mth_page_t mth_page_empty;       /* free == NULL: sends malloc to slow path */
+extern MTH_HIDDEN mth_heap_t mth_heap_empty;       /* TLS value of a thread with no heap yet */
+extern MTH_HIDDEN __thread mth_heap_t *mth_tls_heap __attribute__((tls_model("initial-exec")));
+
+/* ---- options (options.c) ---- */
+typedef struct {
+  long purge_delay_ms;        /* <0: never purge on our own; 0: at once */
+  bool stats_at_exit;
+  bool verbose;
+  bool thp;                   /* allow transparent huge pages in our regions */
+  bool abort_on_invalid;      /* invalid free: abort (default) or report and ignore */
+  size_t region_size;         /* address space reserved per region */
+} mth_options_t;
+extern MTH_HIDDEN mth_options_t mth_opt;
+MTH_HIDDEN void mth_options_init(void);
+MTH_HIDDEN void mth_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+MTH_HIDDEN void mth_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* ---- os (os.c) ---- */
+typedef struct {
+  _Atomic uint64_t mmap_calls, munmap_calls, madvise_calls, mremap_calls;
+  _Atomic uint64_t reserved, purged, committed;
+  _Atomic uint64_t lock_acquires, lock_waits, lock_wait_ns;
+  _Atomic uint64_t threads_seen, threads_live, heaps_reused;
+  _Atomic uint64_t pages_in_use, pages_peak;
+} mth_global_stats_t;
+extern MTH_HIDDEN mth_global_stats_t mth_gstats;
+MTH_HIDDEN void *mth_os_reserve(size_t size, size_t align);
+MTH_HIDDEN void mth_os_purge(void *p, size_t size);
+MTH_HIDDEN bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, size_t new_size);
+MTH_HIDDEN void mth_os_rereserve(void *p, size_t size);
+MTH_HIDDEN uint64_t mth_clock_ms(void);
+MTH_HIDDEN uint64_t mth_clock_ns(void);
+MTH_HIDDEN size_t mth_os_resident(void);
+MTH_HIDDEN void *mth_meta_alloc(size_t size);   /* zeroed, never freed: heaps, regions */
+
+/* ---- locks (lock.c): futex mutex that counts its waits ---- */
+typedef struct { _Atomic int state; } mth_lock_t;
+MTH_HIDDEN void mth_lock_slow(mth_lock_t *l);
+MTH_HIDDEN void mth_unlock_slow(mth_lock_t *l);
+MTH_INLINE void mth_lock(mth_lock_t *l) {
+  int z = 0;
+  atomic_fetch_add_explicit(&mth_gstats.lock_acquires, 1, memory_order_relaxed);
+  if (MTH_LIKELY(atomic_compare_exchange_strong_explicit(&l->state, &z, 1, memory_order_acquire,
+                                                         memory_order_relaxed)))
+    return;
+  mth_lock_slow(l);
+}
+MTH_INLINE void mth_unlock(mth_lock_t *l) {
+  if (MTH_UNLIKELY(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2))
+    mth_unlock_slow(l);
+}
+MTH_INLINE void mth_lock_reinit(mth_lock_t *l) { atomic_store(&l->state, 0); }
+
+/* ---- arena (arena.c) ---- */
+MTH_HIDDEN mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *is_zero);
+MTH_HIDDEN void mth_arena_free(void *start, size_t nslots, bool clean);
+MTH_HIDDEN bool mth_arena_try_extend(void *start, size_t nslots, size_t new_nslots);
+MTH_HIDDEN void *mth_arena_find_head(const void *p);
+MTH_HIDDEN void mth_arena_purge(bool force);
+MTH_HIDDEN bool mth_arena_contains(const void *p);
+MTH_HIDDEN void mth_arena_fork_prepare(void);
+MTH_HIDDEN void mth_arena_fork_parent(void);
+MTH_HIDDEN void mth_arena_fork_child(void);
+MTH_HIDDEN void mth_arena_stats(size_t *reserved, size_t *committed);
+typedef void (*mth_segment_visit_fn)(mth_segment_t *seg, void *arg);
+MTH_HIDDEN void mth_arena_visit(mth_segment_visit_fn fn, void *arg);
+
+MTH_INLINE void mth_segmap_set(const void *seg, bool on) {
+  uintptr_t s = (uintptr_t)seg >> MTH_SEG_SHIFT;
+  uint64_t bit = (uint64_t)1 << (s & 63);
+  if (on) atomic_fetch_or_explicit(&mth_segmap[s >> 6], bit, memory_order_release);
+  else atomic_fetch_and_explicit(&mth_segmap[s >> 6], ~bit, memory_order_release);
+}
+MTH_INLINE bool mth_segmap_test(const void *p) {
+  uintptr_t s = (uintptr_t)p >> MTH_SEG_SHIFT;
+  if (MTH_UNLIKELY(s >> (MTH_ADDR_BITS - MTH_SEG_SHIFT))) return false;
+  return (atomic_load_explicit(&mth_segmap[s >> 6], memory_order_relaxed) >> (s & 63)) & 1;
+}
+
+/* ---- segments and spans (segment.c) ---- */
+MTH_INLINE mth_segment_t *mth_segment_of(const void *p) {
+  return (mth_segment_t *)((uintptr_t)p & ~(uintptr_t)MTH_SEG_MASK);
+}
+MTH_INLINE mth_page_t *mth_page_of(mth_segment_t *seg, const void *p) {
+  size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> MTH_SLICE_SHIFT;
+  mth_page_t *page = &seg->pages[idx];
+  return (mth_page_t *)((uint8_t *)page - page->slice_offset);
+}
+MTH_INLINE size_t mth_page_index(const mth_page_t *page) {
+  return (size_t)(page - mth_segment_of(page)->pages);
+}
+MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page) {
+  return (uint8_t *)mth_segment_of(page) + (mth_page_index(page) << MTH_SLICE_SHIFT);
+}
+MTH_HIDDEN mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t nslices, bool *is_zero);
+MTH_HIDDEN void mth_span_free(mth_heap_t *heap, mth_page_t *page);
+MTH_HIDDEN void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force);
+MTH_HIDDEN void mth_segment_release_empty(mth_heap_t *heap);
+MTH_HIDDEN void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero);
+MTH_HIDDEN void mth_huge_free(mth_segment_t *seg);
+MTH_HIDDEN void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size);
+MTH_HIDDEN mth_segment_t *mth_huge_lookup(const void *p);
+MTH_INLINE bool mth_segment_valid(const mth_segment_t *seg) {
+  return seg->cookie == ((uintptr_t)seg ^ mth_secret);
+}
+
+/* ---- pages (page.c) ---- */
+MTH_HIDDEN void *mth_page_alloc_slow(mth_heap_t *heap, size_t size);
+MTH_HIDDEN void *mth_page_alloc_zero(mth_heap_t *heap, size_t size);
+MTH_HIDDEN void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
+MTH_HIDDEN void mth_page_retire(mth_heap_t *heap, mth_page_t *page);
+MTH_HIDDEN void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t block_size);
+MTH_HIDDEN void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page);
+MTH_HIDDEN void mth_heap_release_retained(mth_heap_t *heap);
+
+/* ---- heaps (heap.c) ---- */
+MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
+MTH_HIDDEN void mth_heap_drain_remote(mth_heap_t *heap);
+MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
+MTH_HIDDEN void mth_process_init(void);
+MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);
+MTH_HIDDEN void mth_heaps_collect_abandoned(void);
+
+/* ---- frees (alloc.c) ---- */
+MTH_HIDDEN void mth_free_slow(void *p);
+MTH_HIDDEN void mth_invalid_pointer(const char *what, const void *p, const char *why);
+MTH_HIDDEN void *mth_malloc_slow(size_t size);
+
+#endif

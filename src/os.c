@@ -1,0 +1,119 @@
+/* Everything that talks to the kernel about memory.  Each call is counted: "no mmap churn" is a
+ * promise the statistics must be able to prove. */
+#include "internal.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+MTH_HIDDEN mth_global_stats_t mth_gstats;
+
+static void *mth_mmap(void *addr, size_t size, int extra_flags) {
+  atomic_fetch_add_explicit(&mth_gstats.mmap_calls, 1, memory_order_relaxed);
+  void *p = mmap(addr, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | extra_flags, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void mth_munmap(void *p, size_t size) {
+  if (size == 0) return;
+  atomic_fetch_add_explicit(&mth_gstats.munmap_calls, 1, memory_order_relaxed);
+  munmap(p, size);
+}
+
+static void mth_no_thp(void *p, size_t size) {
+  if (mth_opt.thp) return;
+  /* 64 KiB purges inside a transparent huge page would split it, and a huge page makes RSS
+   * jump by 2 MiB for one touched byte: the complaint users have of other allocators. */
+  atomic_fetch_add_explicit(&mth_gstats.madvise_calls, 1, memory_order_relaxed);
+  madvise(p, size, MADV_NOHUGEPAGE);
+}
+
+/* Address space, aligned, not committed (MAP_NORESERVE keeps it out of overcommit accounting;
+ * pages are faulted in on first touch). */
+void *mth_os_reserve(size_t size, size_t align) {
+  uint8_t *p = mth_mmap(NULL, size + align, 0);
+  if (!p) return NULL;
+  uintptr_t a = ((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1);
+  mth_munmap(p, a - (uintptr_t)p);
+  mth_munmap((uint8_t *)a + size, (uintptr_t)p + size + align - (a + size));
+  mth_no_thp((void *)a, size);
+  atomic_fetch_add_explicit(&mth_gstats.reserved, size, memory_order_relaxed);
+  return (void *)a;
+}
+
+/* MADV_DONTNEED, not MADV_FREE: RSS must visibly fall, and a purged range reads back as zero,
+ * which calloc relies on. */
+void mth_os_purge(void *p, size_t size) {
+  atomic_fetch_add_explicit(&mth_gstats.madvise_calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&mth_gstats.purged, size, memory_order_relaxed);
+  madvise(p, size, MADV_DONTNEED);
+}
+
+/* Move the pages of [old, old+old_size) to new_addr (inside our reservation) without copying. */
+bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, size_t new_size) {
+  atomic_fetch_add_explicit(&mth_gstats.mremap_calls, 1, memory_order_relaxed);
+  void *r = mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, new_addr);
+  if (r == MAP_FAILED) return false;
+  mth_no_thp(new_addr, new_size);
+  return true;
+}
+
+/* mremap leaves a hole where the block was; map it again so the region stays whole. */
+void mth_os_rereserve(void *p, size_t size) {
+  if (!mth_mmap(p, size, MAP_FIXED)) mth_fatal("cannot map back %zu bytes at %p", size, p);
+  mth_no_thp(p, size);
+}
+
+uint64_t mth_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t mth_clock_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+size_t mth_os_resident(void) {
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[128];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  const char *s = buf;
+  while (*s && *s != ' ') s++;
+  size_t pages = 0;
+  while (*s == ' ') s++;
+  while (*s >= '0' && *s <= '9') pages = pages * 10 + (size_t)(*s++ - '0');
+  return pages * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* Metadata (heaps, region tables): bump allocation from chunks that are never returned.
+ * Heaps are recycled, so the total is bounded by the peak number of threads. */
+MTH_HIDDEN mth_lock_t mth_meta_lock;
+static uint8_t *mth_meta_cur, *mth_meta_end;
+
+void *mth_meta_alloc(size_t size) {
+  size = (size + MTH_CACHE_LINE - 1) & ~(size_t)(MTH_CACHE_LINE - 1);
+  mth_lock(&mth_meta_lock);
+  if ((size_t)(mth_meta_end - mth_meta_cur) < size) {
+    size_t chunk = size > ((size_t)1 << 20) ? size : ((size_t)1 << 20);
+    uint8_t *p = mth_mmap(NULL, chunk, 0);
+    if (!p) {
+      mth_unlock(&mth_meta_lock);
+      return NULL;
+    }
+    mth_meta_cur = p;
+    mth_meta_end = p + chunk;
+  }
+  void *r = mth_meta_cur;
+  mth_meta_cur += size;
+  mth_unlock(&mth_meta_lock);
+  return r;
+}

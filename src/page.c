@@ -1,0 +1,221 @@
+/* Pages: the spans that hold blocks of one size class, and the slow paths of malloc and free
+ * that run when a page's free list is empty, full, or becomes empty.
+ *
+ * Invariants:
+ *   - bins[b] holds the heap's pages of class b that may have a free block; heap->direct[]
+ *     entries of class b point at bins[b].first (or at mth_page_empty) -- updated whenever
+ *     the first page changes, so the fast path never needs a NULL check.
+ *   - a page on heap->full has MTH_PAGE_FULL set and is in no bin queue.
+ *   - an empty page (used == 0) is released at once, except the only page of a small class,
+ *     which is kept so a malloc/free ping-pong does not build and tear down a page each time
+ *     (at most one per class: that is the per-thread cache bound).
+ */
+#include "internal.h"
+
+MTH_HIDDEN mth_page_t mth_page_empty;
+
+/* Span length for a class: one slice up to 8 KiB blocks, else room for at least 8 blocks. */
+static size_t mth_bin_slices(size_t bs) {
+  if (bs <= MTH_RETAIN_MAX) return 1;
+  size_t n = (bs * 8 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
+  return n > 16 ? 16 : n;
+}
+
+static void mth_direct_update(mth_heap_t *heap, size_t bin) {
+  size_t bs = mth_bin_size(bin);
+  if (bs > MTH_SMALL_MAX) return;
+  mth_page_t *page = heap->bins[bin].first ? heap->bins[bin].first : &mth_page_empty;
+  size_t lo = bin == 1 ? 0 : mth_bin_size(bin - 1) / 16 + 1;
+  for (size_t i = lo; i <= bs / 16; i++) heap->direct[i] = page;
+}
+
+static void mth_queue_remove(mth_queue_t *q, mth_page_t *page) {
+  if (page->prev) page->prev->next = page->next;
+  else q->first = page->next;
+  if (page->next) page->next->prev = page->prev;
+  else q->last = page->prev;
+  page->next = page->prev = NULL;
+}
+
+static void mth_queue_push_front(mth_queue_t *q, mth_page_t *page) {
+  page->prev = NULL;
+  page->next = q->first;
+  if (q->first) q->first->prev = page;
+  else q->last = page;
+  q->first = page;
+}
+
+static void mth_queue_push_back(mth_queue_t *q, mth_page_t *page) {
+  page->next = NULL;
+  page->prev = q->last;
+  if (q->last) q->last->next = page;
+  else q->first = page;
+  q->last = page;
+}
+
+void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page) {
+  heap->st_mallocs[page->bin] += page->nmalloc;
+  page->nmalloc = 0;
+}
+
+void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
+  page->free = page->local_free = NULL;
+  page->next = page->prev = NULL;
+  page->used = 0;
+  page->capacity = 0;
+  page->nmalloc = 0;
+  page->bin = (uint8_t)bin;
+  page->block_size = (uint32_t)bs;
+  page->reserved = (uint32_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / bs);
+  page->flags = 0;
+}
+
+/* Carve the next few blocks into the free list: about 4 KiB at a time, so a fresh page costs
+ * page faults only as it is used. */
+static void mth_page_extend(mth_page_t *page) {
+  size_t bs = page->block_size;
+  size_t n = 4096 / bs;
+  if (n == 0) n = 1;
+  if (n > page->reserved - page->capacity) n = page->reserved - page->capacity;
+  uint8_t *start = mth_page_start(page) + (size_t)page->capacity * bs;
+  for (size_t i = 0; i + 1 < n; i++) ((mth_block_t *)(start + i * bs))->next = (mth_block_t *)(start + (i + 1) * bs);
+  ((mth_block_t *)(start + (n - 1) * bs))->next = page->free;
+  page->free = (mth_block_t *)start;
+  page->capacity += (uint32_t)n;
+}
+
+static mth_page_t *mth_page_new(mth_heap_t *heap, size_t bin) {
+  size_t bs = mth_bin_size(bin);
+  mth_page_t *page = mth_span_alloc(heap, mth_bin_slices(bs), NULL);
+  if (!page) return NULL;
+  mth_page_init(heap, page, bin, bs);
+  mth_queue_push_front(&heap->bins[bin], page);
+  return page;
+}
+
+/* A page of bin with a free block at the front of its queue, or NULL when out of memory. */
+static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
+  mth_queue_t *q = &heap->bins[bin];
+  mth_page_t *page = q->first;
+  while (page) {
+    if (page->free) break;
+    mth_page_flush_stats(heap, page);
+    if (page->local_free) {
+      page->free = page->local_free;
+      page->local_free = NULL;
+      break;
+    }
+    if (page->capacity < page->reserved) {
+      mth_page_extend(page);
+      break;
+    }
+    mth_page_t *next = page->next;
+    mth_queue_remove(q, page);
+    page->flags |= MTH_PAGE_FULL;
+    mth_queue_push_front(&heap->full, page);
+    page = next;
+  }
+  if (!page) {
+    page = mth_page_new(heap, bin);
+    if (page) mth_page_extend(page);
+  }
+  mth_direct_update(heap, bin);
+  return page;
+}
+
+static void *mth_large_alloc(mth_heap_t *heap, size_t size, bool zero) {
+  size_t n = (size + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
+  bool is_zero;
+  mth_page_t *page = mth_span_alloc(heap, n, &is_zero);
+  if (!page) return NULL;
+  mth_page_init(heap, page, MTH_BIN_LARGE, n << MTH_SLICE_SHIFT);
+  page->capacity = page->reserved = 1;
+  page->used = 1;
+  heap->st_large++;
+  void *p = mth_page_start(page);
+  if (zero && !is_zero) memset(p, 0, size);
+  return p;
+}
+
+void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
+  mth_heap_tick(heap);
+  if (size <= MTH_CLASS_MAX) {
+    size_t bin = mth_bin_of(size);
+    mth_page_t *page = heap->bins[bin].first;
+    if (!page || !page->free) page = mth_bin_find_page(heap, bin);
+    if (!page) return NULL;
+    mth_block_t *b = page->free;
+    page->free = b->next;
+    page->used++;
+    page->nmalloc++;
+    return b;
+  }
+  if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, false);
+  return mth_huge_alloc(heap, size, 0, false);
+}
+
+/* calloc's path for sizes whose memory may come straight from the OS already zeroed. */
+void *mth_page_alloc_zero(mth_heap_t *heap, size_t size) {
+  if (size <= MTH_CLASS_MAX) {
+    void *p = mth_page_alloc_slow(heap, size);
+    if (p) memset(p, 0, size);
+    return p;
+  }
+  mth_heap_tick(heap);
+  if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, true);
+  return mth_huge_alloc(heap, size, 0, true);
+}
+
+void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
+  if (page->bin == MTH_BIN_LARGE) {
+    heap->st_mallocs[0] += page->nmalloc;
+    mth_span_free(heap, page);
+    return;
+  }
+  mth_queue_t *q = &heap->bins[page->bin];
+  if (page->flags & MTH_PAGE_FULL) {
+    mth_queue_remove(&heap->full, page);
+    page->flags &= ~(uint32_t)MTH_PAGE_FULL;
+  } else {
+    if (q->first == page && page->next == NULL && page->block_size <= MTH_RETAIN_MAX) {
+      mth_heap_tick(heap);
+      return;
+    }
+    mth_queue_remove(q, page);
+    mth_direct_update(heap, page->bin);
+  }
+  mth_page_flush_stats(heap, page);
+  mth_span_free(heap, page);
+}
+
+/* A free by the owner that the fast path could not finish: page full or aligned, or a block
+ * drained from heap->remote.  b is the block's start. */
+void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
+  b->next = page->local_free;
+  page->local_free = b;
+  if (--page->used == 0) {
+    mth_page_retire(heap, page);
+    return;
+  }
+  if (page->flags & MTH_PAGE_FULL) {
+    mth_queue_remove(&heap->full, page);
+    page->flags &= ~(uint32_t)MTH_PAGE_FULL;
+    mth_queue_t *q = &heap->bins[page->bin];
+    bool was_empty = q->first == NULL;
+    mth_queue_push_back(q, page);
+    if (was_empty) mth_direct_update(heap, page->bin);
+  }
+}
+
+/* Thread exit and mtheap_collect(true): drop the empty pages kept for ping-pong. */
+void mth_heap_release_retained(mth_heap_t *heap) {
+  for (size_t bin = 1; bin < MTH_BINS; bin++) {
+    mth_page_t *page = heap->bins[bin].first;
+    if (page && page->used == 0 && page->next == NULL) {
+      mth_queue_remove(&heap->bins[bin], page);
+      mth_direct_update(heap, bin);
+      mth_page_flush_stats(heap, page);
+      mth_span_free(heap, page);
+    }
+  }
+}

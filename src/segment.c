@@ -1,0 +1,281 @@
+/* Segments: 4 MiB units of the arena.  A span segment belongs to one heap and is cut into
+ * spans of 64 KiB slices; a huge segment (a run of slots) holds one block of any thread.
+ *
+ * Invariants:
+ *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.
+ *   - a span segment is on its heap's segs_full list iff used_mask == ~0, else on segs_avail.
+ *   - for every slice k of a live span starting at s: pages[k].slice_offset == (k-s)*64 and
+ *     pages[s] describes the span; free slices have flags MTH_PAGE_UNUSED.
+ *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
+ *     back to the arena at once.
+ */
+#include "internal.h"
+
+MTH_INLINE uint64_t mth_run_bits(size_t idx, size_t n) {
+  return (n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
+}
+
+/* Lowest index of n consecutive set bits in m, or -1. */
+static int mth_find_run(uint64_t m, size_t n) {
+  size_t have = 1;
+  while (have < n && m) {
+    size_t s = have < n - have ? have : n - have;
+    m &= m >> s;
+    have += s;
+  }
+  return m ? __builtin_ctzll(m) : -1;
+}
+
+static void mth_seglist_remove(mth_segment_t **head, mth_segment_t *seg) {
+  if (seg->prev) seg->prev->next = seg->next;
+  else *head = seg->next;
+  if (seg->next) seg->next->prev = seg->prev;
+  seg->next = seg->prev = NULL;
+}
+
+static void mth_seglist_push(mth_segment_t **head, mth_segment_t *seg) {
+  seg->prev = NULL;
+  seg->next = *head;
+  if (*head) (*head)->prev = seg;
+  *head = seg;
+}
+
+static void mth_header_init(mth_segment_t *seg, bool zero) {
+  /* a reused slot keeps the header its last span segment left, including which slices are
+   * still resident; anything else (first use, or a slot that was inside a huge block) is
+   * either known zero or assumed dirty */
+  uint64_t dirty = ~(uint64_t)0;
+  if (zero) dirty = 0;
+  else if (mth_segment_valid(seg) && seg->kind == MTH_SEG_SPANS && seg->used_mask == 1)
+    dirty = seg->dirty_mask;
+  if (!zero) memset(seg, 0, sizeof *seg);
+  seg->cookie = (uintptr_t)seg ^ mth_secret;
+  seg->used_mask = 1;
+  seg->dirty_mask = dirty & ~(uint64_t)1;
+  seg->pages[0].flags = MTH_PAGE_META;
+  for (size_t k = 1; k < MTH_SLICES; k++) seg->pages[k].flags = MTH_PAGE_UNUSED;
+}
+
+static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
+  bool zero;
+  mth_segment_t *seg = mth_arena_alloc(1, 0, 0, &zero);
+  if (!seg) return NULL;
+  mth_header_init(seg, zero);
+  seg->kind = MTH_SEG_SPANS;
+  seg->nslots = 1;
+  seg->heap = heap;
+  mth_seglist_push(&heap->segs_avail, seg);
+  heap->empty_segs++;
+  mth_segmap_set(seg, true);
+  return seg;
+}
+
+static void mth_segment_free(mth_heap_t *heap, mth_segment_t *seg) {
+  mth_seglist_remove(&heap->segs_avail, seg);
+  heap->empty_segs--;
+  mth_segmap_set(seg, false);
+  seg->heap = NULL;
+  mth_arena_free(seg, 1, false);
+}
+
+static void mth_pages_add(size_t bytes, bool add) {
+  if (add) {
+    uint64_t now = atomic_fetch_add_explicit(&mth_gstats.pages_in_use, bytes, memory_order_relaxed) + bytes;
+    uint64_t peak = atomic_load_explicit(&mth_gstats.pages_peak, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&mth_gstats.pages_peak, &peak, now,
+                                                                memory_order_relaxed, memory_order_relaxed)) {
+    }
+  } else {
+    atomic_fetch_sub_explicit(&mth_gstats.pages_in_use, bytes, memory_order_relaxed);
+  }
+}
+
+mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
+  mth_segment_t *seg;
+  int idx = -1;
+  for (seg = heap->segs_avail; seg; seg = seg->next) {
+    idx = mth_find_run(~seg->used_mask, n);
+    if (idx > 0) break;
+  }
+  if (!seg) {
+    seg = mth_segment_new(heap);
+    if (!seg) return NULL;
+    idx = 1;
+  }
+  uint64_t bits = mth_run_bits((size_t)idx, n);
+  if (seg->used_mask == 1) heap->empty_segs--;
+  seg->used_mask |= bits;
+  if (is_zero) *is_zero = (seg->dirty_mask & bits) == 0;
+  seg->dirty_mask &= ~bits;
+  if (seg->used_mask == ~(uint64_t)0) {
+    mth_seglist_remove(&heap->segs_avail, seg);
+    mth_seglist_push(&heap->segs_full, seg);
+    seg->on_full_list = true;
+  }
+  mth_page_t *page = &seg->pages[idx];
+  for (size_t k = 1; k < n; k++) {
+    seg->pages[idx + k].slice_offset = (uint32_t)(k * sizeof(mth_page_t));
+    seg->pages[idx + k].flags = 0;
+  }
+  page->slice_offset = 0;
+  page->slice_count = (uint8_t)n;
+  page->flags = 0;
+  mth_pages_add(n << MTH_SLICE_SHIFT, true);
+  return page;
+}
+
+static void mth_segment_purge_dirty(mth_segment_t *seg) {
+  uint64_t d = seg->dirty_mask & ~seg->used_mask;
+  while (d) {
+    int s = __builtin_ctzll(d);
+    uint64_t rest = d >> s;
+    int n = rest == ~(uint64_t)0 ? 64 - s : __builtin_ctzll(~rest);
+    mth_os_purge((uint8_t *)seg + ((size_t)s << MTH_SLICE_SHIFT), (size_t)n << MTH_SLICE_SHIFT);
+    d &= ~mth_run_bits((size_t)s, (size_t)n);
+  }
+  seg->dirty_mask = 0;
+  seg->purge_at_ms = 0;
+}
+
+void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
+  mth_segment_t *seg = mth_segment_of(page);
+  size_t idx = mth_page_index(page), n = page->slice_count;
+  for (size_t k = idx; k < idx + n; k++) {
+    seg->pages[k].flags = MTH_PAGE_UNUSED;
+    seg->pages[k].slice_offset = 0;
+  }
+  page->free = page->local_free = NULL;
+  page->used = 0;
+  mth_pages_add(n << MTH_SLICE_SHIFT, false);
+  uint64_t bits = mth_run_bits(idx, n);
+  if (seg->on_full_list) {
+    mth_seglist_remove(&heap->segs_full, seg);
+    mth_seglist_push(&heap->segs_avail, seg);
+    seg->on_full_list = false;
+  }
+  seg->used_mask &= ~bits;
+  seg->dirty_mask |= bits;
+  if (seg->used_mask == 1 && ++heap->empty_segs > 1) {
+    mth_segment_free(heap, seg);
+    return;
+  }
+  if (mth_opt.purge_delay_ms == 0) {
+    mth_segment_purge_dirty(seg);
+  } else if (mth_opt.purge_delay_ms > 0 && seg->purge_at_ms == 0) {
+    seg->purge_at_ms = mth_clock_ms() + (uint64_t)mth_opt.purge_delay_ms;
+    if (heap->purge_next_ms == 0 || seg->purge_at_ms < heap->purge_next_ms)
+      heap->purge_next_ms = seg->purge_at_ms;
+  }
+}
+
+void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force) {
+  uint64_t next = 0;
+  for (mth_segment_t *seg = heap->segs_avail; seg; seg = seg->next) {
+    if (seg->purge_at_ms == 0 && !(force && seg->dirty_mask)) continue;
+    if (force || seg->purge_at_ms <= now) mth_segment_purge_dirty(seg);
+    else if (next == 0 || seg->purge_at_ms < next) next = seg->purge_at_ms;
+  }
+  heap->purge_next_ms = next;
+}
+
+/* Thread exit or mtheap_collect: the cached empty segment goes back to the arena. */
+void mth_segment_release_empty(mth_heap_t *heap) {
+  mth_segment_t *seg = heap->segs_avail;
+  while (seg && heap->empty_segs) {
+    mth_segment_t *next = seg->next;
+    if (seg->used_mask == 1) mth_segment_free(heap, seg);
+    seg = next;
+  }
+}
+
+/* ---- huge blocks: a run of slots of their own, any thread may free them ---- */
+
+void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero) {
+  size_t off, nslots, lead = 0, run_align = 0;
+  if (align <= MTH_SLICE_SIZE) off = MTH_SLICE_SIZE;
+  else if (align < MTH_SEG_SIZE) off = align;
+  else off = MTH_SEG_SIZE, lead = 1, run_align = align;   /* header in the slot before */
+  if (size > MTH_MAX_ALLOC) return NULL;
+  nslots = (size + off + MTH_SEG_SIZE - 1) >> MTH_SEG_SHIFT;
+  bool is_zero;
+  mth_segment_t *seg = mth_arena_alloc(nslots, run_align, lead, &is_zero);
+  if (!seg) return NULL;
+  if (!is_zero) memset(seg, 0, sizeof *seg);
+  seg->cookie = (uintptr_t)seg ^ mth_secret;
+  seg->kind = MTH_SEG_HUGE;
+  seg->nslots = (uint32_t)nslots;
+  seg->heap = NULL;
+  seg->used_mask = ~(uint64_t)0;
+  seg->huge_block = (uint8_t *)seg + off;
+  seg->huge_size = (nslots << MTH_SEG_SHIFT) - off;
+  for (size_t k = 0; k < MTH_SLICES; k++) seg->pages[k].flags = MTH_PAGE_META;
+  mth_segmap_set(seg, true);
+  mth_pages_add(nslots << MTH_SEG_SHIFT, true);
+  if (heap) heap->st_huge++;
+  if (zero && !is_zero) memset(seg->huge_block, 0, size);
+  return seg->huge_block;
+}
+
+void mth_huge_free(mth_segment_t *seg) {
+  mth_segmap_set(seg, false);
+  seg->cookie = 0;
+  mth_pages_add((size_t)seg->nslots << MTH_SEG_SHIFT, false);
+  mth_arena_free(seg, seg->nslots, false);
+}
+
+/* The huge segment owning p (p must be its block), or NULL. */
+mth_segment_t *mth_huge_lookup(const void *p) {
+  mth_segment_t *seg = mth_segment_of(p);
+  if (!mth_segmap_test(seg)) {
+    seg = mth_arena_find_head(p);
+    if (!seg) return NULL;
+  }
+  if (!mth_segment_valid(seg) || seg->kind != MTH_SEG_HUGE) return NULL;
+  return seg;
+}
+
+/* Resize in place (shrink, or grow into free slots behind) or move the pages with mremap.
+ * NULL when neither works: the caller copies. */
+void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size) {
+  size_t off = (size_t)((uint8_t *)p - (uint8_t *)seg);
+  size_t need = (off + size + MTH_SEG_SIZE - 1) >> MTH_SEG_SHIFT;
+  size_t have = seg->nslots;
+  mth_heap_t *heap = mth_tls_heap;
+  if (need <= have) {
+    if (need < have) {
+      mth_arena_free((uint8_t *)seg + (need << MTH_SEG_SHIFT), have - need, false);
+      mth_pages_add((have - need) << MTH_SEG_SHIFT, false);
+      seg->nslots = (uint32_t)need;
+      seg->huge_size = (need << MTH_SEG_SHIFT) - off;
+    }
+    if (heap != &mth_heap_empty) heap->st_realloc_inplace++;
+    return p;
+  }
+  if (mth_arena_try_extend(seg, have, need)) {
+    mth_pages_add((need - have) << MTH_SEG_SHIFT, true);
+    seg->nslots = (uint32_t)need;
+    seg->huge_size = (need << MTH_SEG_SHIFT) - off;
+    if (heap != &mth_heap_empty) heap->st_realloc_inplace++;
+    return p;
+  }
+  if (off >= MTH_SEG_SIZE) return NULL;   /* over-aligned blocks: copy */
+  bool is_zero;
+  mth_segment_t *dst = mth_arena_alloc(need, 0, 0, &is_zero);
+  if (!dst) return NULL;
+  mth_segmap_set(seg, false);
+  if (!mth_os_remap_fixed(seg, have << MTH_SEG_SHIFT, dst, need << MTH_SEG_SHIFT)) {
+    mth_segmap_set(seg, true);
+    mth_arena_free(dst, need, !is_zero ? false : true);
+    return NULL;
+  }
+  mth_os_rereserve(seg, have << MTH_SEG_SHIFT);
+  mth_arena_free(seg, have, true);
+  mth_pages_add((need - have) << MTH_SEG_SHIFT, true);
+  dst->cookie = (uintptr_t)dst ^ mth_secret;
+  dst->nslots = (uint32_t)need;
+  dst->huge_block = (uint8_t *)dst + off;
+  dst->huge_size = (need << MTH_SEG_SHIFT) - off;
+  mth_segmap_set(dst, true);
+  if (heap != &mth_heap_empty) heap->st_realloc_mremap++;
+  return dst->huge_block;
+}

@@ -1,0 +1,157 @@
+/* Statistics: gathered on demand by walking every segment and heap, so the fast paths pay
+ * only one counter increment per malloc (page->nmalloc).  Readers race with the owners'
+ * plain writes; the numbers are a snapshot, exact when the program is quiescent.
+ *
+ * in_use_peak is the highest in_use any snapshot saw, and at least pages_peak's lower bound
+ * is not implied: pages_peak (bytes of spans and huge blocks, tracked at every span change) is
+ * the exact peak of memory holding live blocks. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+typedef struct {
+  struct mtheap_stats *st;
+  uint64_t live[MTH_BINS];
+  uint64_t pending[MTH_BINS];
+  uint64_t live_blocks;
+} mth_stats_acc_t;
+
+#define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+static void mth_stats_segment(mth_segment_t *seg, void *arg) {
+  mth_stats_acc_t *acc = arg;
+  if (seg->kind == MTH_SEG_HUGE) {
+    acc->st->in_use += LOAD(seg->huge_size);
+    acc->live_blocks++;
+    return;
+  }
+  for (size_t k = 1; k < MTH_SLICES; k++) {
+    mth_page_t *page = &seg->pages[k];
+    uint32_t flags = LOAD(page->flags);
+    if ((flags & (MTH_PAGE_UNUSED | MTH_PAGE_META)) || LOAD(page->slice_offset) != 0) continue;
+    uint8_t bin = LOAD(page->bin);
+    uint32_t used = LOAD(page->used);
+    if (bin >= MTH_BINS) continue;
+    acc->st->in_use += (size_t)used * LOAD(page->block_size);
+    acc->live[bin] += used;
+    acc->pending[bin] += LOAD(page->nmalloc);
+    acc->live_blocks += used;
+    if (bin != MTH_BIN_LARGE) acc->st->classes[bin].pages++;
+  }
+}
+
+static void mth_stats_heap(mth_heap_t *h, void *arg) {
+  mth_stats_acc_t *acc = arg;
+  for (size_t b = 0; b < MTH_BINS; b++) acc->pending[b] += LOAD(h->st_mallocs[b]);
+  acc->st->large_mallocs += LOAD(h->st_large);
+  acc->st->huge_mallocs += LOAD(h->st_huge);
+  acc->st->remote_frees += LOAD(h->st_remote_out);
+  acc->st->reallocs_in_place += LOAD(h->st_realloc_inplace);
+  acc->st->reallocs_mremap += LOAD(h->st_realloc_mremap);
+}
+
+static size_t mth_peak_in_use;
+
+MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
+  mth_stats_acc_t acc;
+  memset(out, 0, sizeof *out);
+  memset(&acc, 0, sizeof acc);
+  acc.st = out;
+  mth_arena_visit(mth_stats_segment, &acc);
+  mth_heaps_visit(mth_stats_heap, &acc);
+  uint64_t mallocs = 0;
+  for (size_t b = 1; b < MTH_BINS && b < MTHEAP_NUM_CLASSES; b++) {
+    struct mtheap_class_stats *c = &out->classes[b];
+    c->block_size = mth_bin_size(b);
+    c->mallocs = acc.pending[b];
+    c->frees = acc.pending[b] >= acc.live[b] ? acc.pending[b] - acc.live[b] : 0;
+    mallocs += c->mallocs;
+  }
+  /* large spans count their allocation in bin 0; huge ones in st_huge */
+  mallocs += out->large_mallocs + out->huge_mallocs;
+  out->mallocs = mallocs;
+  out->frees = mallocs >= acc.live_blocks ? mallocs - acc.live_blocks : 0;
+  size_t peak = __atomic_load_n(&mth_peak_in_use, __ATOMIC_RELAXED);
+  while (out->in_use > peak &&
+         !__atomic_compare_exchange_n(&mth_peak_in_use, &peak, out->in_use, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  out->in_use_peak = out->in_use > peak ? out->in_use : peak;
+  out->pages_in_use = atomic_load(&mth_gstats.pages_in_use);
+  out->pages_peak = atomic_load(&mth_gstats.pages_peak);
+  mth_arena_stats(&out->reserved, &out->committed);
+  out->resident = mth_os_resident();
+  out->purged = atomic_load(&mth_gstats.purged);
+  out->mmap_calls = atomic_load(&mth_gstats.mmap_calls);
+  out->munmap_calls = atomic_load(&mth_gstats.munmap_calls);
+  out->madvise_calls = atomic_load(&mth_gstats.madvise_calls);
+  out->mremap_calls = atomic_load(&mth_gstats.mremap_calls);
+  out->threads_seen = atomic_load(&mth_gstats.threads_seen);
+  out->threads_live = atomic_load(&mth_gstats.threads_live);
+  out->heaps_reused = atomic_load(&mth_gstats.heaps_reused);
+  out->lock_acquires = atomic_load(&mth_gstats.lock_acquires);
+  out->lock_waits = atomic_load(&mth_gstats.lock_waits);
+  out->lock_wait_ns = atomic_load(&mth_gstats.lock_wait_ns);
+}
+
+/* Sizes as people read them: 1023 B, 12.3 KiB, 4.0 MiB. */
+static const char *mth_fmt_size(char *buf, size_t n, uint64_t v) {
+  static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double d = (double)v;
+  int u = 0;
+  while (d >= 1024 && u < 4) d /= 1024, u++;
+  if (u == 0) snprintf(buf, n, "%llu B", (unsigned long long)v);
+  else snprintf(buf, n, "%.1f %s", d, unit[u]);
+  return buf;
+}
+
+/* Printing must not allocate (it runs at exit and from malloc_stats): format into a stack
+ * buffer and write(2) it, so the FILE is only used for its descriptor. */
+static void mth_out(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void mth_out(int fd, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n <= 0) return;
+  if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+  ssize_t w = write(fd, buf, (size_t)n);
+  (void)w;
+}
+
+MTHEAP_API void mtheap_stats_print(FILE *f) {
+  if (f == NULL) f = stderr;
+  fflush(f);
+  int fd = fileno(f);
+  struct mtheap_stats st;
+  mtheap_stats_get(&st);
+  char a[32], b[32], c[32], d[32];
+  mth_out(fd, "mtheap statistics (pid %d)\n", (int)getpid());
+  mth_out(fd, "  in use     %-12s peak %-12s  in pages %-12s peak %s\n", mth_fmt_size(a, 32, st.in_use),
+          mth_fmt_size(b, 32, st.in_use_peak), mth_fmt_size(c, 32, st.pages_in_use), mth_fmt_size(d, 32, st.pages_peak));
+  mth_out(fd, "  reserved   %-12s committed %-12s resident %-12s purged %s (total)\n",
+          mth_fmt_size(a, 32, st.reserved), mth_fmt_size(b, 32, st.committed), mth_fmt_size(c, 32, st.resident),
+          mth_fmt_size(d, 32, st.purged));
+  mth_out(fd, "  mallocs    %llu  frees %llu  (from another thread %llu)  large %llu  huge %llu\n",
+          (unsigned long long)st.mallocs, (unsigned long long)st.frees, (unsigned long long)st.remote_frees,
+          (unsigned long long)st.large_mallocs, (unsigned long long)st.huge_mallocs);
+  mth_out(fd, "  realloc    in place %llu  by mremap %llu\n", (unsigned long long)st.reallocs_in_place,
+          (unsigned long long)st.reallocs_mremap);
+  mth_out(fd, "  os calls   mmap %llu  munmap %llu  madvise %llu  mremap %llu\n", (unsigned long long)st.mmap_calls,
+          (unsigned long long)st.munmap_calls, (unsigned long long)st.madvise_calls, (unsigned long long)st.mremap_calls);
+  mth_out(fd, "  threads    seen %llu  live %llu  heaps reused %llu\n", (unsigned long long)st.threads_seen,
+          (unsigned long long)st.threads_live, (unsigned long long)st.heaps_reused);
+  mth_out(fd, "  locks      %llu acquisitions, %llu waited, %.1f us waiting in total\n",
+          (unsigned long long)st.lock_acquires, (unsigned long long)st.lock_waits, (double)st.lock_wait_ns / 1000.0);
+  mth_out(fd, "  %10s %14s %14s %12s %8s\n", "block size", "mallocs", "frees", "live", "pages");
+  for (size_t i = 0; i < MTHEAP_NUM_CLASSES; i++) {
+    const struct mtheap_class_stats *cl = &st.classes[i];
+    if (cl->mallocs == 0 && cl->pages == 0) continue;
+    mth_out(fd, "  %10zu %14llu %14llu %12llu %8llu\n", cl->block_size, (unsigned long long)cl->mallocs,
+            (unsigned long long)cl->frees, (unsigned long long)(cl->mallocs - cl->frees), (unsigned long long)cl->pages);
+  }
+}
+
+void mth_stats_at_exit(void) { mtheap_stats_print(stderr); }
