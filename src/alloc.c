@@ -164,7 +164,8 @@ void *mth_malloc_aligned(size_t size, size_t align) {
     uint8_t *q = (uint8_t *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
     if (q != p) {
       mth_segment_t *seg = mth_segment_of(p);
-      mth_page_of(seg, p)->flags |= MTH_PAGE_ALIGNED;   /* our own page: malloc just used it */
+      mth_page_t *page = mth_page_of(seg, p);   /* our own page: malloc just used it */
+      mth_page_set_flags(page, page->flags | MTH_PAGE_ALIGNED, NULL);
     }
     return q;
   }

@@ -4,8 +4,8 @@
  *
  * malloc: size -> heap->direct[] -> page -> pop page->free.  Everything else (an empty list, a
  *   size above 1 KiB, a thread without a heap) goes to mth_malloc_slow.
- * free:   pointer -> 4 MiB segment (mask) -> segmap bit (is it ours?) -> page (slice index and
- *   back-offset) -> if our heap owns it and the page needs no care, push on page->local_free.
+ * free:   pointer -> segmap bit (is it ours?) -> page (slice index and back-offset) -> if
+ *   page->owner is our heap (which also says the page needs no care), push on local_free.
  */
 #ifndef MTH_ALLOC_H
 #define MTH_ALLOC_H
@@ -27,11 +27,11 @@ MTH_INLINE void *mth_malloc_fast(size_t size) {
 }
 
 MTH_INLINE void mth_free_fast(void *p) {
-  mth_segment_t *seg = mth_segment_of(p);
-  if (MTH_LIKELY(mth_segmap_test(seg))) {
-    mth_page_t *page = mth_page_of(seg, p);
+  uintptr_t a = (uintptr_t)p;
+  if (MTH_LIKELY(mth_segmap_test_fast(a))) {
+    mth_page_t *page = mth_page_of_fast(mth_segment_of(p), a);
     mth_heap_t *heap = mth_tls_heap;
-    if (MTH_LIKELY(seg->heap == heap && page->flags == 0)) {
+    if (MTH_LIKELY(page->owner == heap)) {
       mth_block_t *b = (mth_block_t *)p;
       b->next = page->local_free;
       page->local_free = b;

@@ -157,7 +157,9 @@ static void mth_heap_abandon(mth_heap_t *heap) {
  * without waiting for a new thread to adopt them. */
 void mth_heaps_collect_abandoned(void) {
   if (!atomic_load_explicit(&mth_have_abandoned, memory_order_relaxed)) return;
-  mth_lock(&mth_heaps_lock);
+  /* trylock: this runs from ticks, also from inside a tidy of this very list; a busy lock
+   * means somebody else is doing the work */
+  if (!mth_trylock(&mth_heaps_lock)) return;
   for (mth_heap_t *h = mth_heaps_abandoned; h; h = h->abandoned_next) mth_heap_tidy(h, false);
   mth_unlock(&mth_heaps_lock);
 }

@@ -16,9 +16,9 @@
  * Invariants (checked where noted)
  *   - mth_segmap bit for slot s is set  <=>  a live segment header starts at slot s.
  *     A pointer whose slot bit is clear is not a span block (free() then looks it up slowly).
- *   - page->flags == 0  <=>  the page is an ordinary in-use span page, not full, with no
- *     aligned blocks; every other state (free slice, header slice, full, aligned) is nonzero,
- *     so the free fast path needs one test.
+ *   - page->owner == heap  <=>  page->flags == 0 and heap owns the page: an ordinary in-use
+ *     span page, not full, with no aligned blocks.  Every other state (free slice, header
+ *     slice, full, aligned) has owner NULL, so the free fast path needs one comparison.
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains heap->remote.
  *   - a block is on exactly one list: page->free, page->local_free, heap->remote, or none (live).
@@ -89,19 +89,26 @@ enum {
 
 typedef struct mth_page_s {
   mth_block_t *free;          /* owner's allocation list (fast path) */
+  mth_block_t *local_free;    /* owner's frees, swapped into free when free runs dry */
+  mth_heap_t *owner;          /* the owning heap while flags == 0, else NULL: the free fast
+                                 path's single test for "ours, and nothing special" */
+  struct mth_page_s *next, *prev;   /* bin queue or heap->full */
   uint32_t used;              /* blocks out (see invariants) */
   uint32_t flags;
-  mth_block_t *local_free;    /* owner's frees, swapped into free when free runs dry */
-  struct mth_page_s *next, *prev;   /* bin queue or heap->full */
-  uint32_t capacity;          /* blocks carved so far (carving is lazy: touch 4 KiB at a time) */
-  uint32_t reserved;          /* blocks that fit in the span */
   uint32_t block_size;
-  uint32_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint32_t nmalloc;           /* allocations since the last flush into heap stats */
+  uint16_t capacity;          /* blocks carved so far (carving is lazy: touch 4 KiB at a time) */
+  uint16_t reserved;          /* blocks that fit in the span (<= 64 KiB / 16) */
+  uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
-  uint16_t pad_;
 } mth_page_t;
+
+/* Keep page->owner in step with page->flags. */
+MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t *heap) {
+  page->flags = flags;
+  page->owner = flags == 0 ? heap : NULL;
+}
 
 _Static_assert(sizeof(mth_page_t) == 64, "page descriptors are indexed by shift");
 
@@ -212,6 +219,10 @@ MTH_INLINE void mth_unlock(mth_lock_t *l) {
   if (MTH_UNLIKELY(atomic_exchange_explicit(&l->state, 0, memory_order_release) == 2))
     mth_unlock_slow(l);
 }
+MTH_INLINE bool mth_trylock(mth_lock_t *l) {
+  int z = 0;
+  return atomic_compare_exchange_strong_explicit(&l->state, &z, 1, memory_order_acquire, memory_order_relaxed);
+}
 MTH_INLINE void mth_lock_reinit(mth_lock_t *l) { atomic_store(&l->state, 0); }
 
 /* ---- arena (arena.c) ---- */
@@ -234,6 +245,13 @@ MTH_INLINE void mth_segmap_set(const void *seg, bool on) {
   if (on) atomic_fetch_or_explicit(&mth_segmap[s >> 6], bit, memory_order_release);
   else atomic_fetch_and_explicit(&mth_segmap[s >> 6], ~bit, memory_order_release);
 }
+/* For the free fast path: no range check.  An address above 2^48 (never a user pointer on
+ * x86-64) aliases a lower slot; every other foreign pointer reads a clear bit. */
+MTH_INLINE bool mth_segmap_test_fast(uintptr_t a) {
+  uintptr_t s = a >> MTH_SEG_SHIFT;
+  return (atomic_load_explicit(&mth_segmap[(s >> 6) & (((size_t)1 << (MTH_ADDR_BITS - MTH_SEG_SHIFT - 6)) - 1)],
+                               memory_order_relaxed) >> (s & 63)) & 1;
+}
 MTH_INLINE bool mth_segmap_test(const void *p) {
   uintptr_t s = (uintptr_t)p >> MTH_SEG_SHIFT;
   if (MTH_UNLIKELY(s >> (MTH_ADDR_BITS - MTH_SEG_SHIFT))) return false;
@@ -248,6 +266,12 @@ MTH_INLINE mth_page_t *mth_page_of(mth_segment_t *seg, const void *p) {
   size_t idx = ((uintptr_t)p - (uintptr_t)seg) >> MTH_SLICE_SHIFT;
   mth_page_t *page = &seg->pages[idx];
   return (mth_page_t *)((uint8_t *)page - page->slice_offset);
+}
+/* The same without a subtraction: the segment is 4 MiB aligned, so the slice index is a bit
+ * field of the address. */
+MTH_INLINE mth_page_t *mth_page_of_fast(mth_segment_t *seg, uintptr_t a) {
+  mth_page_t *desc = (mth_page_t *)((uint8_t *)seg->pages + ((a >> (MTH_SLICE_SHIFT - 6)) & ((MTH_SLICES - 1) << 6)));
+  return (mth_page_t *)((uint8_t *)desc - desc->slice_offset);
 }
 MTH_INLINE size_t mth_page_index(const mth_page_t *page) {
   return (size_t)(page - mth_segment_of(page)->pages);

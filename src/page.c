@@ -66,8 +66,8 @@ void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
   page->nmalloc = 0;
   page->bin = (uint8_t)bin;
   page->block_size = (uint32_t)bs;
-  page->reserved = (uint32_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / bs);
-  page->flags = 0;
+  page->reserved = (uint16_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / bs);
+  mth_page_set_flags(page, 0, heap);
 }
 
 /* Carve the next few blocks into the free list: about 4 KiB at a time, so a fresh page costs
@@ -76,12 +76,13 @@ static void mth_page_extend(mth_page_t *page) {
   size_t bs = page->block_size;
   size_t n = 4096 / bs;
   if (n == 0) n = 1;
-  if (n > page->reserved - page->capacity) n = page->reserved - page->capacity;
+  size_t left = (size_t)page->reserved - page->capacity;
+  if (n > left) n = left;
   uint8_t *start = mth_page_start(page) + (size_t)page->capacity * bs;
   for (size_t i = 0; i + 1 < n; i++) ((mth_block_t *)(start + i * bs))->next = (mth_block_t *)(start + (i + 1) * bs);
   ((mth_block_t *)(start + (n - 1) * bs))->next = page->free;
   page->free = (mth_block_t *)start;
-  page->capacity += (uint32_t)n;
+  page->capacity = (uint16_t)(page->capacity + n);
 }
 
 static mth_page_t *mth_page_new(mth_heap_t *heap, size_t bin) {
@@ -111,7 +112,7 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
     }
     mth_page_t *next = page->next;
     mth_queue_remove(q, page);
-    page->flags |= MTH_PAGE_FULL;
+    mth_page_set_flags(page, page->flags | MTH_PAGE_FULL, heap);
     mth_queue_push_front(&heap->full, page);
     page = next;
   }
@@ -175,7 +176,7 @@ void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   mth_queue_t *q = &heap->bins[page->bin];
   if (page->flags & MTH_PAGE_FULL) {
     mth_queue_remove(&heap->full, page);
-    page->flags &= ~(uint32_t)MTH_PAGE_FULL;
+    mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
   } else {
     if (q->first == page && page->next == NULL && page->block_size <= MTH_RETAIN_MAX) {
       mth_heap_tick(heap);
@@ -199,7 +200,7 @@ void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   }
   if (page->flags & MTH_PAGE_FULL) {
     mth_queue_remove(&heap->full, page);
-    page->flags &= ~(uint32_t)MTH_PAGE_FULL;
+    mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
     mth_queue_t *q = &heap->bins[page->bin];
     bool was_empty = q->first == NULL;
     mth_queue_push_back(q, page);

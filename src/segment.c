@@ -114,12 +114,14 @@ mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
   }
   mth_page_t *page = &seg->pages[idx];
   for (size_t k = 1; k < n; k++) {
-    seg->pages[idx + k].slice_offset = (uint32_t)(k * sizeof(mth_page_t));
+    seg->pages[idx + k].slice_offset = (uint16_t)(k * sizeof(mth_page_t));
     seg->pages[idx + k].flags = 0;
+    seg->pages[idx + k].owner = NULL;
   }
   page->slice_offset = 0;
   page->slice_count = (uint8_t)n;
   page->flags = 0;
+  page->owner = NULL;   /* set by mth_page_init */
   mth_pages_add(n << MTH_SLICE_SHIFT, true);
   return page;
 }
@@ -142,6 +144,7 @@ void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
   size_t idx = mth_page_index(page), n = page->slice_count;
   for (size_t k = idx; k < idx + n; k++) {
     seg->pages[k].flags = MTH_PAGE_UNUSED;
+    seg->pages[k].owner = NULL;
     seg->pages[k].slice_offset = 0;
   }
   page->free = page->local_free = NULL;
