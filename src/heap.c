@@ -193,6 +193,10 @@ void mtheap_collect(bool force) {
   mth_arena_purge(force);
 }
 
+/* Most programs malloc long before this runs; it makes the options (and their warnings) take
+ * effect also in one that never does. */
+__attribute__((constructor)) static void mth_process_load(void) { mth_process_init(); }
+
 __attribute__((destructor)) static void mth_process_exit(void) {
   if (mth_opt.stats_at_exit) mth_stats_at_exit();
 }
