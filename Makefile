@@ -18,7 +18,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j2 --timeout 900
 
 bench: build
-	@python3 bench/mtheap-bench run --quick --out $(OUT)
+	@python3 bench/mtheap-bench run --quick --out $(OUT) --build $(BUILD)
 
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)

@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(cmake ninja-build gcc g++ make python3 pkg-config valgrind
       git perl sqlite3 coreutils
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2
-      redis-server memcached libmemcached-tools)
+      redis-server memcached libmemcached-tools
+      libdw-dev)   # plockstat: DWARF source lines in reports (elfutils)
 
 missing=()
 for p in "${pkgs[@]}"; do

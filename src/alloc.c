@@ -47,13 +47,14 @@ static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **p
     return (mth_block_t *)p;
   }
   mth_page_t *page = mth_page_of(seg, p);
-  if (page->flags & (MTH_PAGE_UNUSED | MTH_PAGE_META)) {
+  uint32_t flags = mth_page_flags(page);
+  if (flags & (MTH_PAGE_UNUSED | MTH_PAGE_META)) {
     mth_invalid_pointer(what, p, "not an allocated block (freed twice, or never allocated)");
     return NULL;
   }
   uint8_t *start = mth_page_start(page);
   size_t off = (size_t)((const uint8_t *)p - start) % page->block_size;
-  if (off != 0 && !(page->flags & MTH_PAGE_ALIGNED)) {
+  if (off != 0 && !(flags & MTH_PAGE_ALIGNED)) {
     mth_invalid_pointer(what, p, "pointer into the middle of a block");
     return NULL;
   }
@@ -244,7 +245,7 @@ MTHEAP_API bool mtheap_owns(const void *p) {
   if (mth_segmap_test(seg) && mth_segment_valid(seg)) {
     if (seg->kind == MTH_SEG_HUGE) return (const uint8_t *)p >= seg->huge_block;
     mth_page_t *page = mth_page_of(seg, p);
-    return !(page->flags & (MTH_PAGE_UNUSED | MTH_PAGE_META));
+    return !(mth_page_flags(page) & (MTH_PAGE_UNUSED | MTH_PAGE_META));
   }
   return mth_huge_lookup(p) != NULL;
 }

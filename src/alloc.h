@@ -31,7 +31,7 @@ MTH_INLINE void mth_free_fast(void *p) {
   if (MTH_LIKELY(mth_segmap_test_fast(a))) {
     mth_page_t *page = mth_page_of_fast(mth_segment_of(p), a);
     mth_heap_t *heap = mth_tls_heap;
-    if (MTH_LIKELY(page->owner == heap)) {
+    if (MTH_LIKELY(__atomic_load_n(&page->owner, __ATOMIC_RELAXED) == heap)) {
       mth_block_t *b = (mth_block_t *)p;
       b->next = page->local_free;
       page->local_free = b;

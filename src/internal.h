@@ -105,10 +105,13 @@ typedef struct mth_page_s {
 } mth_page_t;
 
 /* Keep page->owner in step with page->flags. */
+/* Other threads read both fields (a remote free checks them): relaxed atomics, which cost
+ * nothing on x86 but keep the race benign in the C memory model and quiet under TSan. */
 MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t *heap) {
-  page->flags = flags;
-  page->owner = flags == 0 ? heap : NULL;
+  __atomic_store_n(&page->flags, flags, __ATOMIC_RELAXED);
+  __atomic_store_n(&page->owner, flags == 0 ? heap : NULL, __ATOMIC_RELAXED);
 }
+MTH_INLINE uint32_t mth_page_flags(const mth_page_t *page) { return __atomic_load_n(&page->flags, __ATOMIC_RELAXED); }
 
 _Static_assert(sizeof(mth_page_t) == 64, "page descriptors are indexed by shift");
 
