@@ -152,6 +152,11 @@ struct mth_heap_s {
   uint32_t empty_segs;        /* span segments with only the header in use (cache of one) */
   uint32_t ticks;             /* slow-path events; every so often, look at the clock */
   uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
+  /* blocks this thread freed for another heap, pushed to it in one CAS per batch */
+  mth_heap_t *rb_owner;
+  mth_block_t *rb_head, *rb_tail;
+  uint32_t rb_count;
+  size_t rb_bytes;
   /* statistics (owner writes, readers tolerate tearing) */
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
@@ -306,6 +311,9 @@ MTH_HIDDEN void mth_heap_release_retained(mth_heap_t *heap);
 /* ---- heaps (heap.c) ---- */
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
 MTH_HIDDEN void mth_heap_drain_remote(mth_heap_t *heap);
+MTH_HIDDEN void mth_heap_flush_remote_batch(mth_heap_t *heap);
+#define MTH_REMOTE_BATCH_MAX 64                 /* blocks held back per freeing thread ... */
+#define MTH_REMOTE_BATCH_BYTES ((size_t)256 << 10)  /* ... or bytes: the bound on what it holds */
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
 MTH_HIDDEN void mth_process_init(void);
 MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);
