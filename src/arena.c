@@ -27,7 +27,7 @@ typedef struct {
 static mth_lock_t mth_arena_lock;
 static mth_region_t *mth_regions[MTH_MAX_REGIONS];
 static _Atomic size_t mth_nregions;
-static uint64_t mth_arena_purge_next;   /* 0: nothing dirty waits; else earliest due time */
+static _Atomic uint64_t mth_arena_purge_next;   /* 0: nothing dirty waits; else earliest due time */
 
 MTH_INLINE bool bit_get(const uint64_t *w, size_t i) { return (w[i >> 6] >> (i & 63)) & 1; }
 MTH_INLINE void bit_set(uint64_t *w, size_t i) { w[i >> 6] |= (uint64_t)1 << (i & 63); }
@@ -154,8 +154,8 @@ void mth_arena_free(void *start, size_t nslots, bool clean) {
       r->freed_at[k] = now;
     }
   }
-  if (!clean && mth_opt.purge_delay_ms > 0 && mth_arena_purge_next == 0)
-    mth_arena_purge_next = now + (uint64_t)mth_opt.purge_delay_ms;
+  if (!clean && mth_opt.purge_delay_ms > 0 && atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed) == 0)
+    atomic_store_explicit(&mth_arena_purge_next, now + (uint64_t)mth_opt.purge_delay_ms, memory_order_relaxed);
   mth_unlock(&mth_arena_lock);
 }
 
@@ -176,7 +176,7 @@ void mth_arena_purge(bool force) {
   uint64_t now = mth_clock_ms();
   uint64_t delay = mth_opt.purge_delay_ms < 0 ? 0 : (uint64_t)mth_opt.purge_delay_ms;
   if (!force) {
-    uint64_t due = __atomic_load_n(&mth_arena_purge_next, __ATOMIC_RELAXED);
+    uint64_t due = atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed);
     if (due == 0 || now < due) return;
   }
   enum { MAXRUNS = 64 };
@@ -207,7 +207,7 @@ void mth_arena_purge(bool force) {
           runs[nruns].p = p, runs[nruns].n = 1, nruns++;
       }
     }
-    if (nruns < MAXRUNS) mth_arena_purge_next = next;
+    if (nruns < MAXRUNS) atomic_store_explicit(&mth_arena_purge_next, next, memory_order_relaxed);
     mth_unlock(&mth_arena_lock);
     for (size_t i = 0; i < nruns; i++) mth_os_purge(runs[i].p, runs[i].n << MTH_SEG_SHIFT);
     if (nruns == 0) return;
