@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(cmake ninja-build gcc g++ make python3 pkg-config valgrind
-      git perl sqlite3 coreutils
+      git perl sqlite3 coreutils strace procps
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2
       redis-server memcached libmemcached-tools
       libdw-dev)   # plockstat: DWARF source lines in reports (elfutils)

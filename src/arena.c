@@ -70,15 +70,19 @@ static mth_region_t *mth_region_of(const void *p) {
 
 bool mth_arena_contains(const void *p) { return mth_region_of(p) != NULL; }
 
-/* First fit: a run of n free slots whose slot (i + lead) starts on a multiple of step. */
-static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t lead) {
+/* First fit: a run of n free slots whose slot (i + lead) starts on a multiple of step.
+ * With dirty, only runs that start on a dirty slot: reusing memory that is still resident
+ * saves the page faults a purged run would cost (the landscape's malloc-large lesson). */
+static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t lead, bool dirty) {
   size_t i = 0;
   while (i + n <= r->nslots) {
-    if (r->free_bits[i >> 6] == 0 && (i & 63) == 0) { i += 64; continue; }
+    const uint64_t *w = dirty ? r->dirty_bits : r->free_bits;
+    if (w[i >> 6] == 0 && (i & 63) == 0) { i += 64; continue; }
     if (step > 1) {
       size_t rem = (i + lead) % step;
       if (rem) { i += step - rem; continue; }
     }
+    if (dirty && !bit_get(r->dirty_bits, i)) { i++; continue; }
     size_t j = 0;
     while (j < n && bit_get(r->free_bits, i + j)) j++;
     if (j == n) return (long)i;
@@ -106,16 +110,18 @@ mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *i
   mth_region_t *r = NULL;
   long s = -1;
   size_t nr = atomic_load(&mth_nregions);
-  for (size_t i = 0; i < nr && s < 0; i++) {
-    s = mth_region_find(mth_regions[i], nslots, step, lead);
-    if (s >= 0) r = mth_regions[i];
+  for (int pass = 0; pass < 2 && s < 0; pass++) {
+    for (size_t i = 0; i < nr && s < 0; i++) {
+      s = mth_region_find(mth_regions[i], nslots, step, lead, pass == 0);
+      if (s >= 0) r = mth_regions[i];
+    }
   }
   if (s < 0) {
     size_t need = ((nslots + step) << MTH_SEG_SHIFT);
     size_t size = mth_opt.region_size;
     if (need > size) size = (need + MTH_REGION_SIZE - 1) & ~(MTH_REGION_SIZE - 1);
     r = mth_region_new(size);
-    if (r) s = mth_region_find(r, nslots, step, lead);
+    if (r) s = mth_region_find(r, nslots, step, lead, false);
   }
   if (s < 0) {
     mth_unlock(&mth_arena_lock);
