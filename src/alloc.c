@@ -78,30 +78,15 @@ void mth_free_slow(void *p) {
     mth_page_free_local(heap, page, b);
     return;
   }
-  /* another thread's block.  Consecutive frees for the same heap are chained here and handed
-   * over with one CAS per batch; the batch is bounded (MTH_REMOTE_BATCH_*) and flushed on this
-   * thread's next slow path and at its exit, so a thread that only frees never holds much. */
+  /* another thread's block: one CAS onto its heap's inbox; the owner reclaims it lazily */
   mth_heap_t *owner = seg->heap;
-  if (MTH_UNLIKELY(heap == &mth_heap_empty)) {
-    heap = mth_heap_get_slow();
-    if (!heap) {   /* no heap to batch in: push the block alone */
-      mth_block_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
-      do b->next = head;
-      while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, b, memory_order_release,
-                                                    memory_order_relaxed));
-      return;
-    }
-  }
-  if (heap->rb_owner != owner || heap->rb_count >= MTH_REMOTE_BATCH_MAX || heap->rb_bytes >= MTH_REMOTE_BATCH_BYTES) {
-    mth_heap_flush_remote_batch(heap);
-    heap->rb_owner = owner;
-    heap->rb_tail = b;
-  }
-  b->next = heap->rb_head;
-  heap->rb_head = b;
-  heap->rb_count++;
-  heap->rb_bytes += page->block_size;
-  heap->st_remote_out++;
+  mth_block_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
+  do b->next = head;
+  while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, b, memory_order_release,
+                                                memory_order_relaxed));
+  /* counted in this thread's heap; a thread that only frees gets one just for its counters */
+  if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
+  if (heap) MTH_RACY_ADD(heap->st_remote_out, 1);
 }
 
 size_t mth_usable_size(const void *p, const char *caller) {

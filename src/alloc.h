@@ -18,8 +18,8 @@ MTH_INLINE void *mth_malloc_fast(size_t size) {
     mth_block_t *b = page->free;
     if (MTH_LIKELY(b != NULL)) {
       page->free = b->next;
-      page->used++;
-      page->nmalloc++;
+      MTH_RACY_ADD(page->used, 1);
+      MTH_RACY_ADD(page->nmalloc, 1);
       return b;
     }
   }
@@ -31,11 +31,12 @@ MTH_INLINE void mth_free_fast(void *p) {
   if (MTH_LIKELY(mth_segmap_test_fast(a))) {
     mth_page_t *page = mth_page_of_fast(mth_segment_of(p), a);
     mth_heap_t *heap = mth_tls_heap;
-    if (MTH_LIKELY(__atomic_load_n(&page->owner, __ATOMIC_RELAXED) == heap)) {
+    if (MTH_LIKELY(MTH_RACY_GET(page->owner) == heap)) {
       mth_block_t *b = (mth_block_t *)p;
       b->next = page->local_free;
       page->local_free = b;
-      if (MTH_UNLIKELY(--page->used == 0)) mth_page_retire(heap, page);
+      MTH_RACY_ADD(page->used, -1);
+      if (MTH_UNLIKELY(page->used == 0)) mth_page_retire(heap, page);
       return;
     }
   }

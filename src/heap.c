@@ -131,24 +131,9 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
   }
 }
 
-void mth_heap_flush_remote_batch(mth_heap_t *heap) {
-  mth_block_t *first = heap->rb_head;
-  if (!first) return;
-  mth_heap_t *owner = heap->rb_owner;
-  mth_block_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
-  do heap->rb_tail->next = head;
-  while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, first, memory_order_release,
-                                                memory_order_relaxed));
-  heap->rb_head = heap->rb_tail = NULL;
-  heap->rb_owner = NULL;
-  heap->rb_count = 0;
-  heap->rb_bytes = 0;
-}
-
 /* Give back what a heap holds but does not use: remote frees, kept empty pages, dirty slices
  * (all of them with force, else only those past the purge delay), the cached empty segment. */
 static void mth_heap_tidy(mth_heap_t *heap, bool force) {
-  mth_heap_flush_remote_batch(heap);
   mth_heap_drain_remote(heap);
   mth_heap_release_retained(heap);
   mth_segments_purge(heap, mth_clock_ms(), force);
@@ -182,7 +167,6 @@ void mth_heaps_collect_abandoned(void) {
 /* Called on slow paths.  Remote frees are drained every time (a relaxed load when there are
  * none); the clock is read only every 64th call. */
 void mth_heap_tick(mth_heap_t *heap) {
-  mth_heap_flush_remote_batch(heap);
   if (atomic_load_explicit(&heap->remote, memory_order_relaxed)) mth_heap_drain_remote(heap);
   if ((++heap->ticks & 63) != 0) return;
   uint64_t now = mth_clock_ms();
@@ -200,8 +184,7 @@ void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg) {
 void mtheap_collect(bool force) {
   mth_heap_t *heap = mth_tls_heap;
   if (heap != &mth_heap_empty) {
-    mth_heap_flush_remote_batch(heap);
-    mth_heap_drain_remote(heap);
+      mth_heap_drain_remote(heap);
     if (force) mth_heap_release_retained(heap);
     mth_segments_purge(heap, mth_clock_ms(), force);
     if (force) mth_segment_release_empty(heap);

@@ -54,18 +54,18 @@ static void mth_queue_push_back(mth_queue_t *q, mth_page_t *page) {
 }
 
 void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page) {
-  heap->st_mallocs[page->bin] += page->nmalloc;
-  page->nmalloc = 0;
+  MTH_RACY_ADD(heap->st_mallocs[page->bin], page->nmalloc);
+  MTH_RACY_SET(page->nmalloc, 0);
 }
 
 void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
   page->free = page->local_free = NULL;
   page->next = page->prev = NULL;
-  page->used = 0;
+  MTH_RACY_SET(page->used, 0);
   page->capacity = 0;
-  page->nmalloc = 0;
-  page->bin = (uint8_t)bin;
-  page->block_size = (uint32_t)bs;
+  MTH_RACY_SET(page->nmalloc, 0);
+  MTH_RACY_SET(page->bin, (uint8_t)bin);
+  MTH_RACY_SET(page->block_size, (uint32_t)bs);
   page->reserved = (uint16_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / bs);
   mth_page_set_flags(page, 0, heap);
 }
@@ -131,8 +131,8 @@ static void *mth_large_alloc(mth_heap_t *heap, size_t size, bool zero) {
   if (!page) return NULL;
   mth_page_init(heap, page, MTH_BIN_LARGE, n << MTH_SLICE_SHIFT);
   page->capacity = page->reserved = 1;
-  page->used = 1;
-  heap->st_large++;
+  MTH_RACY_SET(page->used, 1);
+  MTH_RACY_ADD(heap->st_large, 1);
   void *p = mth_page_start(page);
   if (zero && !is_zero) memset(p, 0, size);
   return p;
@@ -147,8 +147,8 @@ void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
     if (!page) return NULL;
     mth_block_t *b = page->free;
     page->free = b->next;
-    page->used++;
-    page->nmalloc++;
+    MTH_RACY_ADD(page->used, 1);
+    MTH_RACY_ADD(page->nmalloc, 1);
     return b;
   }
   if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, false);
@@ -169,7 +169,7 @@ void *mth_page_alloc_zero(mth_heap_t *heap, size_t size) {
 
 void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   if (page->bin == MTH_BIN_LARGE) {
-    heap->st_mallocs[0] += page->nmalloc;
+    MTH_RACY_ADD(heap->st_mallocs[0], page->nmalloc);
     mth_span_free(heap, page);
     return;
   }
@@ -194,7 +194,8 @@ void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
 void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   b->next = page->local_free;
   page->local_free = b;
-  if (--page->used == 0) {
+  MTH_RACY_ADD(page->used, -1);
+  if (page->used == 0) {
     mth_page_retire(heap, page);
     return;
   }

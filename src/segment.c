@@ -49,11 +49,10 @@ static void mth_header_init(mth_segment_t *seg, bool zero) {
   else if (mth_segment_valid(seg) && seg->kind == MTH_SEG_SPANS && seg->used_mask == 1)
     dirty = seg->dirty_mask;
   if (!zero) memset(seg, 0, sizeof *seg);
-  seg->cookie = (uintptr_t)seg ^ mth_secret;
   seg->used_mask = 1;
   seg->dirty_mask = dirty & ~(uint64_t)1;
-  seg->pages[0].flags = MTH_PAGE_META;
-  for (size_t k = 1; k < MTH_SLICES; k++) seg->pages[k].flags = MTH_PAGE_UNUSED;
+  MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
+  for (size_t k = 1; k < MTH_SLICES; k++) MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
 }
 
 static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
@@ -64,6 +63,7 @@ static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
   seg->kind = MTH_SEG_SPANS;
   seg->nslots = 1;
   seg->heap = heap;
+  mth_segment_publish(seg);
   mth_seglist_push(&heap->segs_avail, seg);
   heap->empty_segs++;
   mth_segmap_set(seg, true);
@@ -114,14 +114,14 @@ mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
   }
   mth_page_t *page = &seg->pages[idx];
   for (size_t k = 1; k < n; k++) {
-    seg->pages[idx + k].slice_offset = (uint16_t)(k * sizeof(mth_page_t));
-    seg->pages[idx + k].flags = 0;
-    seg->pages[idx + k].owner = NULL;
+    MTH_RACY_SET(seg->pages[idx + k].slice_offset, (uint16_t)(k * sizeof(mth_page_t)));
+    MTH_RACY_SET(seg->pages[idx + k].flags, 0);
+    MTH_RACY_SET(seg->pages[idx + k].owner, NULL);
   }
-  page->slice_offset = 0;
+  MTH_RACY_SET(page->slice_offset, 0);
   page->slice_count = (uint8_t)n;
-  page->flags = 0;
-  page->owner = NULL;   /* set by mth_page_init */
+  MTH_RACY_SET(page->flags, 0);
+  MTH_RACY_SET(page->owner, NULL);   /* set by mth_page_init */
   mth_pages_add(n << MTH_SLICE_SHIFT, true);
   return page;
 }
@@ -143,12 +143,12 @@ void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
   mth_segment_t *seg = mth_segment_of(page);
   size_t idx = mth_page_index(page), n = page->slice_count;
   for (size_t k = idx; k < idx + n; k++) {
-    seg->pages[k].flags = MTH_PAGE_UNUSED;
-    seg->pages[k].owner = NULL;
-    seg->pages[k].slice_offset = 0;
+    MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
+    MTH_RACY_SET(seg->pages[k].owner, NULL);
+    MTH_RACY_SET(seg->pages[k].slice_offset, 0);
   }
   page->free = page->local_free = NULL;
-  page->used = 0;
+  MTH_RACY_SET(page->used, 0);
   mth_pages_add(n << MTH_SLICE_SHIFT, false);
   uint64_t bits = mth_run_bits(idx, n);
   if (seg->on_full_list) {
@@ -204,24 +204,24 @@ void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero) {
   mth_segment_t *seg = mth_arena_alloc(nslots, run_align, lead, &is_zero);
   if (!seg) return NULL;
   if (!is_zero) memset(seg, 0, sizeof *seg);
-  seg->cookie = (uintptr_t)seg ^ mth_secret;
   seg->kind = MTH_SEG_HUGE;
   seg->nslots = (uint32_t)nslots;
   seg->heap = NULL;
   seg->used_mask = ~(uint64_t)0;
   seg->huge_block = (uint8_t *)seg + off;
   seg->huge_size = (nslots << MTH_SEG_SHIFT) - off;
-  for (size_t k = 0; k < MTH_SLICES; k++) seg->pages[k].flags = MTH_PAGE_META;
+  for (size_t k = 0; k < MTH_SLICES; k++) MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_META);
+  mth_segment_publish(seg);
   mth_segmap_set(seg, true);
   mth_pages_add(nslots << MTH_SEG_SHIFT, true);
-  if (heap) heap->st_huge++;
+  if (heap) MTH_RACY_ADD(heap->st_huge, 1);
   if (zero && !is_zero) memset(seg->huge_block, 0, size);
   return seg->huge_block;
 }
 
 void mth_huge_free(mth_segment_t *seg) {
   mth_segmap_set(seg, false);
-  seg->cookie = 0;
+  __atomic_store_n(&seg->cookie, 0, __ATOMIC_RELEASE);
   mth_pages_add((size_t)seg->nslots << MTH_SEG_SHIFT, false);
   mth_arena_free(seg, seg->nslots, false);
 }
@@ -249,16 +249,16 @@ void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size) {
       mth_arena_free((uint8_t *)seg + (need << MTH_SEG_SHIFT), have - need, false);
       mth_pages_add((have - need) << MTH_SEG_SHIFT, false);
       seg->nslots = (uint32_t)need;
-      seg->huge_size = (need << MTH_SEG_SHIFT) - off;
+      MTH_RACY_SET(seg->huge_size, (need << MTH_SEG_SHIFT) - off);
     }
-    if (heap != &mth_heap_empty) heap->st_realloc_inplace++;
+    if (heap != &mth_heap_empty) MTH_RACY_ADD(heap->st_realloc_inplace, 1);
     return p;
   }
   if (mth_arena_try_extend(seg, have, need)) {
     mth_pages_add((need - have) << MTH_SEG_SHIFT, true);
     seg->nslots = (uint32_t)need;
-    seg->huge_size = (need << MTH_SEG_SHIFT) - off;
-    if (heap != &mth_heap_empty) heap->st_realloc_inplace++;
+    MTH_RACY_SET(seg->huge_size, (need << MTH_SEG_SHIFT) - off);
+    if (heap != &mth_heap_empty) MTH_RACY_ADD(heap->st_realloc_inplace, 1);
     return p;
   }
   if (off >= MTH_SEG_SIZE) return NULL;   /* over-aligned blocks: copy */
@@ -274,11 +274,11 @@ void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size) {
   mth_os_rereserve(seg, have << MTH_SEG_SHIFT);
   mth_arena_free(seg, have, true);
   mth_pages_add((need - have) << MTH_SEG_SHIFT, true);
-  dst->cookie = (uintptr_t)dst ^ mth_secret;
   dst->nslots = (uint32_t)need;
   dst->huge_block = (uint8_t *)dst + off;
   dst->huge_size = (need << MTH_SEG_SHIFT) - off;
+  mth_segment_publish(dst);
   mth_segmap_set(dst, true);
-  if (heap != &mth_heap_empty) heap->st_realloc_mremap++;
+  if (heap != &mth_heap_empty) MTH_RACY_ADD(heap->st_realloc_mremap, 1);
   return dst->huge_block;
 }

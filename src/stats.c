@@ -55,13 +55,10 @@ static size_t mth_peak_in_use;
 
 MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   mth_stats_acc_t acc;
-  /* Frees still in flight (our outgoing batch, our inbox, the inboxes of exited threads' heaps)
-   * are settled first, so a quiescent program gets exact counts. */
+  /* Frees still in flight (our inbox, the inboxes of exited threads' heaps) are settled first,
+   * so a quiescent program gets exact counts. */
   mth_heap_t *self = mth_tls_heap;
-  if (self != &mth_heap_empty) {
-    mth_heap_flush_remote_batch(self);
-    mth_heap_drain_remote(self);
-  }
+  if (self != &mth_heap_empty) mth_heap_drain_remote(self);
   mth_heaps_collect_abandoned();
   memset(out, 0, sizeof *out);
   memset(&acc, 0, sizeof acc);

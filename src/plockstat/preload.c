@@ -128,6 +128,10 @@ static pthread_key_t g_key;
 static int g_key_ok;
 static int g_sig_installed;
 static int g_windows;          /* attach windows started so far */
+static _Atomic int g_dumping;  /* tid of the thread writing the data file, or 0 */
+struct ctl;
+static struct ctl *g_ctl;
+static char g_ctlpath[1100];
 
 static struct ev *g_ev;
 static struct linfo *g_li;
@@ -585,8 +589,10 @@ static inline int mutex_acquire(pthread_mutex_t *m, uintptr_t ra, int how, clock
     return how == HOW_TIMED ? real.mutex_timedlock(m, abst) : real.mutex_clocklock(m, clk, abst);
   }
   /* With one thread there is nobody to wait for, and glibc's lock then skips the atomic
-   * instruction that trylock always pays: take the lock directly. */
-  int r = (how == HOW_PLAIN && __libc_single_threaded) ? real.mutex_lock(m) : real.mutex_trylock(m);
+   * instruction that trylock always pays: take the lock directly.  Not for process-shared
+   * mutexes (kind bit 128), where another process may hold it. */
+  int r = (how == HOW_PLAIN && __libc_single_threaded && !(m->__data.__kind & 128))
+              ? real.mutex_lock(m) : real.mutex_trylock(m);
   if (LIKELY(r == 0)) {
     t->acq++;
     held_push(t, m, ra, HK_MUTEX);
@@ -1057,7 +1063,13 @@ static void atfork_child(void) {
   alloc_tables();
   g_pid = getpid();
   g_image_start_ns = g_window_start_ns = now_ns();
+  /* A dump in progress in another parent thread never finishes here. */
+  atomic_store(&g_dumping, 0);
+  /* The control file and its helper thread belong to the parent: do not answer for it, and
+   * do not remove it at our exit. */
   g_attachable = 0;
+  if (g_ctl) { munmap(g_ctl, 4096); g_ctl = NULL; }
+  g_ctlpath[0] = 0;
   if (g_tid) memset((void *)g_tid, 0, sizeof(*g_tid) * TID_SLOTS);
   if (g_thr) {
     struct thr keep;
@@ -1098,9 +1110,6 @@ struct ctl {
   char dir[1024];
 };
 #define CTL_MAGIC 0x504c4b53u /* "PLKS" */
-static struct ctl *g_ctl;
-static char g_ctlpath[1100];
-
 static void start_window(void) {
   g_window_start_ns = now_ns();
   uint32_t n = atomic_load(&g_nthr);
@@ -1122,7 +1131,9 @@ static void *helper_main(void *arg) {
   for (;;) {
     struct timespec ts = { 0, 50 * 1000 * 1000 };
     nanosleep(&ts, NULL);
-    if (g_deadline_ns && atomic_load(&g_on) && now_ns() >= g_deadline_ns) {
+    /* Not conditional on g_on: a slow-path event past the deadline may already have
+     * switched collection off. */
+    if (g_deadline_ns && now_ns() >= g_deadline_ns) {
       atomic_store(&g_on, 0);
       dump("expired");
       g_deadline_ns = 0;
@@ -1330,7 +1341,6 @@ static struct {
   size_t n;
   char b[1 << 16];
 } W;
-static _Atomic int g_dumping;
 static void w_flush(void) {
   size_t off = 0;
   while (off < W.n) {

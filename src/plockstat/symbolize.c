@@ -45,7 +45,6 @@ struct psym {
   int nm;
   struct elffile *f;
   int nf;
-  char symbuf[16]; /* unused: keeps the struct layout obvious when debugging */
 };
 
 static void *arena(size_t n) {

@@ -1,0 +1,309 @@
+/* Sampled guard pages (MTHEAP_DEBUG=sample=N), for production: about one allocation in N is
+ * placed in a pool slot, flush against an inaccessible page, so an overflow faults on the
+ * faulting instruction; a freed slot is made inaccessible too, so a use after free faults.
+ * The SIGSEGV handler recognizes faults inside the pool and reports them.
+ *
+ * Pool layout (one PROT_NONE reservation):
+ *   [guard][slot 0: slot_pages data][guard][slot 1 ...][guard] ... [slot n-1][guard]
+ * A live block ends exactly at its slot's end (user + size == guard page) when its natural
+ * alignment allows: the alignment is min(16, lowest set bit of size), which every object of that
+ * size needs (an object's size is a multiple of its alignment), raised to a requested alignment.
+ * Bytes between the block's end and the guard (only for over-aligned requests) and between the
+ * first accessible page and the block hold MTHD_PAT_REDZONE and are checked at free.
+ *
+ * Invariants
+ *   - the non-sampled path costs one TLS decrement (mthd_tls.sample_countdown): no lock, no
+ *     stack capture, no global write;
+ *   - slots move FREE -> LIVE -> FREED -> LIVE ...; free slots are reused oldest-freed first
+ *     (FIFO), which keeps a freed slot inaccessible as long as possible;
+ *   - the slot table lives in its own mmap (not in a root the leak checker scans) and the
+ *     handler only reads it: everything the handler calls is async-signal-safe (write, mmap,
+ *     open/read of ELF files, mprotect, sigaction), no stdio, no malloc, no locks.
+ */
+#include "mthd.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_FREED = 2 };
+
+typedef struct {
+  _Atomic uint8_t state;
+  uint8_t family, flags;
+  uintptr_t user;
+  size_t size;
+  uint32_t alloc_tid, free_tid;
+  int nalloc, nfree;
+  uintptr_t alloc_pcs[MTHD_MAX_DEPTH], free_pcs[MTHD_MAX_DEPTH];
+} slot_t;
+
+MTHD_HIDDEN uintptr_t mthd_pool_start, mthd_pool_end;
+MTHD_HIDDEN mthd_lock_t mthd_pool_lock;
+static slot_t *slots;
+static uint32_t *freeq;   /* ring of free slot indices */
+static size_t nslots, qhead, qcount;
+static size_t page, slot_pages, unit;   /* unit = (slot_pages + 1) pages */
+
+static uintptr_t slot_end(size_t i) { return mthd_pool_start + page + i * unit + slot_pages * page; }
+
+void mthd_sample_init(void) {
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  slot_pages = (mthd_opt.sample_max + page - 1) / page;
+  if (slot_pages == 0) slot_pages = 1;
+  unit = (slot_pages + 1) * page;
+  nslots = mthd_opt.sample_slots;
+  size_t total = page + nslots * unit;
+  void *pool = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  size_t meta = nslots * sizeof(slot_t) + nslots * sizeof(uint32_t);
+  void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (pool == MAP_FAILED || m == MAP_FAILED) return;
+  slots = m;
+  freeq = (uint32_t *)(slots + nslots);
+  for (size_t i = 0; i < nslots; i++) freeq[i] = (uint32_t)i;
+  qhead = 0;
+  qcount = nslots;
+  mthd_pool_start = (uintptr_t)pool;
+  mthd_pool_end = (uintptr_t)pool + total;
+}
+
+long mthd_sample_next(void) {
+  long n = mthd_opt.sample;
+  if (n <= 1) return 1;
+  uint64_t x = mthd_tls.rng;
+  if (x == 0) x = ((uint64_t)mthd_tid() << 32) ^ (uint64_t)(uintptr_t)&x ^ 0x9E3779B97F4A7C15ull;
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  mthd_tls.rng = x;
+  return 1 + (long)(x % (uint64_t)(2 * n - 1));   /* mean n */
+}
+
+void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintptr_t caller) {
+  if (!slots || size > slot_pages * page || align > page) return NULL;
+  mthd_lock(&mthd_pool_lock);
+  if (qcount == 0) {
+    mthd_unlock(&mthd_pool_lock);
+    return NULL;
+  }
+  size_t i = freeq[qhead];
+  qhead = (qhead + 1) % nslots;
+  qcount--;
+  mthd_unlock(&mthd_pool_lock);
+  slot_t *s = &slots[i];
+  uintptr_t end = slot_end(i);
+  size_t a = size ? (size_t)1 << __builtin_ctzl(size) : 16;
+  if (a > 16) a = 16;
+  if (a < align) a = align;
+  uintptr_t user = (end - size) & ~(uintptr_t)(a - 1);
+  uintptr_t first = user & ~(uintptr_t)(page - 1);
+  if (first == end) first -= page;   /* size 0: keep one page accessible before the guard */
+  if (mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) return NULL;
+  memset((void *)first, MTHD_PAT_REDZONE, end - first);
+  memset((void *)user, zero ? 0 : MTHD_PAT_ALLOC, size);
+  s->family = (uint8_t)family;
+  s->flags = 0;
+  s->user = user;
+  s->size = size;
+  s->alloc_tid = mthd_tid();
+  s->free_tid = 0;
+  s->nfree = 0;
+  s->nalloc = mthd_unwind(s->alloc_pcs, mthd_opt.depth, caller);
+  atomic_store_explicit(&s->state, SLOT_LIVE, memory_order_release);
+  return (void *)user;
+}
+
+static size_t slot_index(uintptr_t a, bool *in_guard) {
+  size_t rel = a - mthd_pool_start;
+  if (rel < page) {
+    *in_guard = true;
+    return 0;
+  }
+  rel -= page;
+  *in_guard = rel % unit >= slot_pages * page;
+  return rel / unit;
+}
+
+static void print_slot(mthd_out_t *o, slot_t *s, bool signal_safe) {
+  mthd_printf(o, "  block %p..%p (%zu bytes, %s, sampled: guard page at %p) allocated by thread %u at:\n", (void *)s->user,
+              (void *)(s->user + s->size), s->size, mthd_family_alloc_name(s->family, s->flags),
+              (void *)slot_end((size_t)((s - slots))), s->alloc_tid);
+  mthd_print_stack(o, s->alloc_pcs, s->nalloc, signal_safe);
+  if (atomic_load(&s->state) == SLOT_FREED) {
+    mthd_printf(o, "  freed by thread %u at:\n", s->free_tid);
+    mthd_print_stack(o, s->free_pcs, s->nfree, signal_safe);
+  }
+}
+
+static slot_t *slot_of_user(void *p, const char *fn, uintptr_t caller) {
+  bool guard;
+  size_t i = slot_index((uintptr_t)p, &guard);
+  slot_t *s = i < nslots ? &slots[i] : NULL;
+  uint8_t st = s ? atomic_load(&s->state) : SLOT_FREE;
+  if (s && !guard && st == SLOT_LIVE && s->user == (uintptr_t)p) return s;
+  mthd_out_t o;
+  if (s && !guard && st == SLOT_FREED && s->user == (uintptr_t)p) {
+    bool re = !strcmp(fn, "realloc");
+    mthd_report_begin(&o, re ? "use-after-free" : "double-free", p, "(%s() of a %zu-byte block freed before)", fn, s->size);
+  } else if (s && !guard && st != SLOT_FREE && (uintptr_t)p > s->user && (uintptr_t)p < s->user + s->size) {
+    mthd_report_begin(&o, "bad-free", p, "(%s() of a pointer %zu bytes inside a %zu-byte block)", fn,
+                      (size_t)((uintptr_t)p - s->user), s->size);
+  } else {
+    mthd_report_begin(&o, "bad-free", p, "(%s() of a pointer malloc never returned, inside the sample pool)", fn);
+    s = NULL;
+  }
+  if (s) print_slot(&o, s, false);
+  mthd_report_end(&o, caller, fn);
+  return NULL;
+}
+
+size_t mthd_sample_size(void *p, uintptr_t caller) {
+  slot_t *s = slot_of_user(p, "malloc_usable_size", caller);
+  return s ? s->size : (size_t)-1;
+}
+
+void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
+  slot_t *s = slot_of_user(p, fn, caller);
+  if (!s) return;
+  uint8_t expect = SLOT_LIVE;
+  if (!atomic_compare_exchange_strong(&s->state, &expect, SLOT_FREED)) {
+    slot_of_user(p, fn, caller);  /* lost a race with another free: report it */
+    return;
+  }
+  size_t i = (size_t)(s - slots);
+  uintptr_t end = slot_end(i);
+  uintptr_t first = s->user & ~(uintptr_t)(page - 1);
+  if (first == end) first -= page;
+  s->free_tid = mthd_tid();
+  s->nfree = mthd_unwind(s->free_pcs, mthd_opt.depth, caller);
+  if (family != s->family) {
+    mthd_out_t o;
+    mthd_report_begin(&o, "alloc-dealloc-mismatch", p, "(%s vs %s)", mthd_family_alloc_name(s->family, 0), fn);
+    print_slot(&o, s, false);
+    mthd_report_end(&o, caller, fn);
+  }
+  /* the slack before the block and, for over-aligned blocks, after it */
+  const uint8_t *b = (const uint8_t *)first;
+  for (uintptr_t a = first; a < end; a++) {
+    if (a >= s->user && a < s->user + s->size) {
+      a = s->user + s->size - 1;
+      continue;
+    }
+    if (b[a - first] != MTHD_PAT_REDZONE) {
+      mthd_out_t o;
+      bool after = a >= s->user + s->size;
+      mthd_report_begin(&o, after ? "heap-buffer-overflow" : "heap-buffer-underflow", (void *)a,
+                        "(%zu bytes %s a %zu-byte block)", after ? (size_t)(a - s->user - s->size + 1) : (size_t)(s->user - a),
+                        after ? "past" : "before", s->size);
+      mthd_printf(&o, "  WRITE into the slack of a sampled block, found at %s\n", fn);
+      print_slot(&o, s, false);
+      mthd_report_end(&o, caller, fn);
+      break;
+    }
+  }
+  mprotect((void *)first, end - first, PROT_NONE);
+  mthd_lock(&mthd_pool_lock);
+  freeq[(qhead + qcount) % nslots] = (uint32_t)i;
+  qcount++;
+  mthd_unlock(&mthd_pool_lock);
+}
+
+/* ---- the fault handler ---- */
+
+static struct sigaction prev_segv;
+
+static bool readable(uintptr_t a) {
+  unsigned char v;
+  return mincore((void *)(a & ~(uintptr_t)4095), 1, &v) == 0;
+}
+
+static void segv_handler(int sig, siginfo_t *si, void *ucv) {
+  uintptr_t a = (uintptr_t)si->si_addr;
+  if (!mthd_in_pool((void *)a) || !slots) {
+    /* not ours: hand it to whoever was there before us (or the default action) */
+    sigaction(SIGSEGV, &prev_segv, NULL);
+    return;
+  }
+  ucontext_t *uc = ucv;
+  uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+  uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+  bool write_ = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  bool guard;
+  size_t i = slot_index(a, &guard);
+  slot_t *s = NULL;
+  const char *kind = "wild-access";
+  size_t dist = 0;
+  if (guard && i < nslots && atomic_load(&slots[i].state) == SLOT_LIVE && a >= slots[i].user + slots[i].size) {
+    s = &slots[i];
+    kind = "heap-buffer-overflow";
+    dist = a - s->user - s->size + 1;
+  } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_FREED) {
+    s = &slots[i];
+    kind = "use-after-free";
+  } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_LIVE && a < slots[i].user) {
+    s = &slots[i];
+    kind = "heap-buffer-underflow";
+    dist = s->user - a;
+  }
+  mthd_out_t o;
+  mthd_out_init(&o);
+  mthd_printf(&o, "==%d== mtheap-debug: %s on address %p ", (int)getpid(), kind, (void *)a);
+  if (s && dist) {
+    bool over = kind[12] == 'o';  /* heap-buffer-overflow, not -underflow */
+    mthd_printf(&o, "(%zu byte%s %s a %zu-byte block) [sampled guard page]\n", dist, dist == 1 ? "" : "s",
+                over ? "past" : "before", s->size);
+  } else if (s) {
+    mthd_printf(&o, "(%zu bytes into a freed %zu-byte block) [sampled guard page]\n", (size_t)(a - s->user), s->size);
+  } else {
+    mthd_printf(&o, "(inside the guarded sample pool, near no live or freed block)\n");
+  }
+  mthd_printf(&o, "  %s of memory at %p caught by the guard page, SIGSEGV in thread %u at:\n", write_ ? "WRITE" : "READ",
+              (void *)a, mthd_tid());
+  /* the faulting instruction, then a frame-pointer walk that checks each frame is mapped */
+  uintptr_t pcs[MTHD_MAX_DEPTH];
+  int n = 0;
+  pcs[n++] = pc;
+  /* a frameless leaf (memcpy, strcpy: the usual culprits) keeps its return address at the
+   * stack pointer, where the frame-pointer walk cannot see it */
+  uintptr_t at_sp = readable(sp) && !(sp & 7) ? *(uintptr_t *)sp : 0;
+  if (at_sp > 4096 && mthd_sym_is_function(at_sp)) pcs[n++] = at_sp;
+  while (n < mthd_opt.depth && fp >= sp && fp - sp < ((uintptr_t)64 << 20) && !(fp & 7) && readable(fp) &&
+         readable(fp + 15)) {
+    uintptr_t next = ((uintptr_t *)fp)[0], ret = ((uintptr_t *)fp)[1];
+    if (ret < 4096) break;
+    if (!(n == 2 && ret == pcs[1])) pcs[n++] = ret;
+    if (next <= fp) break;
+    fp = next;
+  }
+  mthd_print_stack(&o, pcs, n, true);
+  if (s) print_slot(&o, s, true);
+  atomic_fetch_add(&mthd_errors, 1);
+  if (mthd_opt.cont) {
+    mthd_printf(&o, "==%d== mtheap-debug: continuing ('continue' is set): the page is made accessible\n", (int)getpid());
+    mthd_flush(&o);
+    mprotect((void *)(a & ~(uintptr_t)(page - 1)), page, PROT_READ | PROT_WRITE);
+    return;
+  }
+  mthd_printf(&o, "==%d== mtheap-debug: re-raising SIGSEGV\n", (int)getpid());
+  mthd_flush(&o);
+  /* returning re-executes the access, which now meets the default action (and a core dump
+   * shows the faulting instruction) */
+  struct sigaction dfl;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGSEGV, &dfl, NULL);
+  (void)sig;
+}
+
+void mthd_sample_install_handler(void) {
+  if (!slots) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = segv_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &prev_segv);
+}
