@@ -1,0 +1,83 @@
+/* free() of pointers mtheap does not own, under the override (linked, or preloaded when built
+ * without TEST_LINKED): each case runs in a child process, which must die of SIGABRT after
+ * writing an error message naming mtheap to stderr - never return quietly or crash elsewhere.
+ * Cases: a stack address, a static object, a page from a separate mmap, a block from glibc's
+ * own malloc (two allocators in one process), a pointer 1 TiB past a live block, and realloc of
+ * a stack address.
+ */
+#include "testutil.h"
+
+#include <dlfcn.h>
+#include <regex.h>
+#include <sys/mman.h>
+
+static char static_buf[256];
+
+static void free_stack(void *arg) {
+  char buf[128];
+  memset(buf, 1, sizeof buf);
+  free(buf + 16 + (uintptr_t)arg);  /* 16-aligned offset: looks like any block */
+}
+static void free_static(void *arg) { free(static_buf + 16); }
+static void free_mmap(void *arg) {
+  char *m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) TFAIL("mmap: %s", strerror(errno));
+  free(m + 4096);
+}
+static void free_glibc(void *arg) {
+  void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  if (!libc) TFAIL("dlopen libc: %s", dlerror());
+  void *(*glibc_malloc)(size_t) = (void *(*)(size_t))dlsym(libc, "malloc");
+  if (!glibc_malloc || (void *)glibc_malloc == (void *)malloc) TFAIL("%s", "no separate glibc malloc");
+  void *p = glibc_malloc(64);
+  if (!p) TFAIL("%s", "glibc malloc failed");
+  free(p);
+}
+static void free_far(void *arg) {
+  char *p = malloc(64);
+  if (!p) TFAIL("%s", "malloc failed");
+  free(p + ((size_t)1 << 40));
+}
+static void realloc_stack(void *arg) {
+  char buf[128];
+  memset(buf, 1, sizeof buf);
+  void *r = realloc(buf + 16, 1000);
+  fprintf(stderr, "realloc returned %p\n", r);
+}
+/* The control: a valid free in the same harness exits 0 with nothing on stderr. */
+static void free_valid(void *arg) { free(malloc(64)); }
+
+int main(void) {
+  th_require_mtheap_extras();
+  struct { const char *name; void (*fn)(void *); bool valid; } cases[] = {
+      {"stack", free_stack, false}, {"static", free_static, false}, {"mmap", free_mmap, false},
+      {"glibc malloc", free_glibc, false}, {"1 TiB past a block", free_far, false},
+      {"realloc(stack)", realloc_stack, false},
+      {"valid", free_valid, true},
+  };
+  regex_t re;
+  TCHECK(regcomp(&re, "mtheap", REG_EXTENDED | REG_NOSUB) == 0);
+  int failures = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    static th_child_t ch;
+    th_run_child(cases[i].fn, NULL, 10, &ch);
+    char st[64];
+    th_status_str(ch.status, st, sizeof st);
+    bool ok;
+    if (cases[i].valid)
+      ok = WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0 && ch.err_len == 0;
+    else
+      ok = WIFSIGNALED(ch.status) && WTERMSIG(ch.status) == SIGABRT && regexec(&re, ch.err, 0, NULL, 0) == 0 &&
+           strstr(ch.err, "FAIL ") == NULL;
+    printf("%-20s %s: %s; stderr: %s%s", cases[i].name, ok ? "ok" : "WRONG", st, ch.err,
+           ch.err_len && ch.err[ch.err_len - 1] == '\n' ? "" : "\n");
+    if (!ok) failures++;
+  }
+  regfree(&re);
+  if (failures) {
+    fprintf(stderr, "%d case(s) did not %s\n", failures,
+            "end in SIGABRT with an error message containing \"mtheap\" (or, for the valid free, exit 0 silently)");
+    return 1;
+  }
+  return 0;
+}

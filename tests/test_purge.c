@@ -1,0 +1,183 @@
+/* Memory goes back to the OS, and the steady state makes no mmap/munmap calls.
+ * Usage: test_purge return|thread|remote|nommap   (linked with libmtheap.so)
+ *
+ *   return   ~1 GiB in mixed sizes (mostly 4 KiB..1 MiB, some huge) allocated and freed by
+ *            the main thread, which then keeps doing a little malloc/free work every
+ *            millisecond: RSS must fall below 10% of its peak within 3 s (the default purge
+ *            delay is ~1 s; MTHEAP_PURGE_DELAY_MS is left unset).
+ *   thread   the same, but a worker thread allocates and frees the gigabyte and then exits:
+ *            an exited thread's free memory must not stay resident for ever.
+ *   remote   the main thread allocates the gigabyte, a worker frees all of it and then idles
+ *            (alive): blocks freed by another thread must come back to the allocating thread,
+ *            and be purged, while it does only small, fast-path work.
+ *   nommap   two threads malloc/free 64 KiB..64 MiB blocks; after warm-up, the steady state
+ *            makes almost no mmap/munmap calls (mtheap_stats counters).
+ */
+#include "testutil.h"
+
+#define GIB ((size_t)1 << 30)
+
+typedef struct { void *p; size_t n; } blk_t;
+
+static size_t peak_rss;
+static blk_t *remote_blocks;  /* "remote": handed to a worker to free */
+static int remote_n;
+
+static void alloc_free_gib(void) {
+  enum { MAXB = 40000 };
+  blk_t *b = calloc(MAXB, sizeof *b);
+  TCHECK(b != NULL);
+  th_rng_t r = th_rng(2024);
+  size_t total = 0;
+  int nb = 0;
+  /* Some huge blocks first (128 MiB in 4..32 MiB), then the bulk in 4 KiB..1 MiB. */
+  while (total < ((size_t)128 << 20)) {
+    size_t n = th_logsize(&r, 4 << 20, 32 << 20);
+    b[nb].p = malloc(n);
+    if (!b[nb].p) TFAIL("malloc(%zu) failed", n);
+    memset(b[nb].p, 0x33, n);
+    b[nb++].n = n;
+    total += n;
+  }
+  while (total < GIB - ((size_t)16 << 20) && nb < MAXB) {
+    size_t n = th_logsize(&r, 4096, 1 << 20);
+    b[nb].p = malloc(n);
+    if (!b[nb].p) TFAIL("malloc(%zu) failed", n);
+    memset(b[nb].p, 0x44, n);
+    b[nb++].n = n;
+    total += n;
+  }
+  peak_rss = th_rss();
+  TCHECKF(peak_rss >= total, "RSS %zu MiB is below the %zu MiB just written", peak_rss >> 20, total >> 20);
+  /* Free in a scrambled order, so no allocator can get away with freeing whole runs at once. */
+  for (int i = nb - 1; i > 0; i--) {
+    int j = (int)th_below(&r, (uint64_t)i + 1);
+    blk_t t = b[i]; b[i] = b[j]; b[j] = t;
+  }
+  printf("allocated %zu MiB in %d blocks; peak RSS %zu MiB\n", total >> 20, nb, peak_rss >> 20);
+  if (remote_blocks == (blk_t *)-1) {  /* the caller frees them elsewhere */
+    remote_blocks = b;
+    remote_n = nb;
+    return;
+  }
+  for (int i = 0; i < nb; i++) free(b[i].p);
+  free(b);
+}
+
+static _Atomic int remote_state;  /* 1: blocks handed over, 2: all freed, 3: worker may exit */
+
+static void *remote_freer(void *arg) {
+  while (atomic_load(&remote_state) != 1) th_sleep_ms(1);
+  for (int i = 0; i < remote_n; i++) free(remote_blocks[i].p);
+  atomic_store(&remote_state, 2);
+  /* Stays alive and idle: whatever it holds back is never handed over by a later free. */
+  while (atomic_load(&remote_state) != 3) th_sleep_ms(1);
+  return NULL;
+}
+
+static void *gib_thread(void *arg) {
+  alloc_free_gib();
+  return NULL;
+}
+
+static void wait_for_return(void) {
+  th_rng_t r = th_rng(7);
+  uint64_t t0 = th_now_ms();
+  size_t rss = th_rss(), target = peak_rss / 10;
+  while (rss >= target) {
+    if (th_now_ms() - t0 > 3000)
+      TFAIL("RSS still %zu MiB 3 s after freeing everything (peak %zu MiB, want < %zu MiB)", rss >> 20,
+            peak_rss >> 20, target >> 20);
+    /* A program that keeps running: a few small blocks every millisecond. */
+    void *p[4];
+    for (int i = 0; i < 4; i++) {
+      size_t n = th_logsize(&r, 16, 65536);
+      p[i] = malloc(n);
+      if (!p[i]) TFAIL("malloc(%zu) failed", n);
+      memset(p[i], 1, n);
+    }
+    for (int i = 0; i < 4; i++) free(p[i]);
+    th_sleep_ms(1);
+    rss = th_rss();
+  }
+  printf("RSS fell to %zu MiB (peak %zu MiB) after %" PRIu64 " ms\n", rss >> 20, peak_rss >> 20,
+         th_now_ms() - t0);
+}
+
+/* ------------------------------------------------------------------ nommap */
+
+static _Atomic int phase;  /* 0 warm-up, 1 measured, 2 stop */
+static _Atomic int warm_done;
+
+static void *churn_big(void *arg) {
+  th_rng_t r = th_rng((uintptr_t)arg + 1);
+  uint64_t i = 0;
+  blk_t keep[4] = {{0}};
+  for (;;) {
+    int ph = atomic_load(&phase);
+    if (ph == 2) break;
+    size_t n = th_logsize(&r, 64 << 10, 64 << 20);
+    void *p = malloc(n);
+    if (!p) TFAIL("malloc(%zu) failed", n);
+    /* Touch a page per 64 KiB: enough to make the block real without spending the time. */
+    for (size_t o = 0; o < n; o += 65536) ((volatile char *)p)[o] = 1;
+    blk_t *k = &keep[th_below(&r, 4)];
+    free(k->p);
+    *k = (blk_t){p, n};
+    if (++i == 400) atomic_fetch_add(&warm_done, 1);
+  }
+  for (int k = 0; k < 4; k++) free(keep[k].p);
+  return NULL;
+}
+
+static void case_nommap(void) {
+  pthread_t t[2];
+  for (uintptr_t i = 0; i < 2; i++) th_thread(&t[i], churn_big, (void *)i);
+  while (atomic_load(&warm_done) < 2) th_sleep_ms(5);
+  struct mtheap_stats s0, s1;
+  th_stats(&s0);
+  /* The steady state spans more than the purge delay, so purging is part of it. */
+  th_sleep_ms(2500);
+  th_stats(&s1);
+  atomic_store(&phase, 2);
+  for (int i = 0; i < 2; i++) th_join(t[i]);
+  uint64_t mm = s1.mmap_calls - s0.mmap_calls, mu = s1.munmap_calls - s0.munmap_calls;
+  uint64_t ops = s1.mallocs - s0.mallocs;
+  printf("steady state: %" PRIu64 " mallocs, %" PRIu64 " mmap, %" PRIu64 " munmap, %" PRIu64
+         " mremap, %" PRIu64 " madvise calls\n", ops, mm, mu, s1.mremap_calls - s0.mremap_calls,
+         s1.madvise_calls - s0.madvise_calls);
+  TCHECKF(ops >= 1000, "only %" PRIu64 " mallocs in the steady state", ops);
+  TCHECKF(mm + mu <= 8, "%" PRIu64 " mmap + %" PRIu64 " munmap calls for %" PRIu64
+          " malloc/free of 64 KiB..64 MiB after warm-up", mm, mu, ops);
+}
+
+int main(int argc, char **argv) {
+  const char *c = argc > 1 ? argv[1] : "";
+  th_watchdog(50, c);
+  TCHECKF(getenv("MTHEAP_PURGE_DELAY_MS") == NULL, "%s", "the test is about the default purge delay");
+  if (!strcmp(c, "return")) {
+    alloc_free_gib();
+    wait_for_return();
+  } else if (!strcmp(c, "thread")) {
+    pthread_t t;
+    th_thread(&t, gib_thread, NULL);
+    th_join(t);
+    wait_for_return();
+  } else if (!strcmp(c, "remote")) {
+    pthread_t t;
+    th_thread(&t, remote_freer, NULL);
+    remote_blocks = (blk_t *)-1;
+    alloc_free_gib();
+    atomic_store(&remote_state, 1);
+    while (atomic_load(&remote_state) != 2) th_sleep_ms(1);
+    wait_for_return();
+    atomic_store(&remote_state, 3);
+    th_join(t);
+    free(remote_blocks);
+  } else if (!strcmp(c, "nommap")) {
+    case_nommap();
+  } else {
+    TFAIL("usage: %s return|thread|remote|nommap", argv[0]);
+  }
+  return 0;
+}
