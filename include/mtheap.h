@@ -80,6 +80,13 @@ struct mtheap_stats {
 };
 
 MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out);
+
+/* Heap-debugging mode (LD_PRELOAD=libmtheap-debug.so, options in MTHEAP_DEBUG): check every
+ * live block's redzones and every quarantined block's free pattern now.  Errors are reported
+ * as at free(); the process aborts at the first one unless MTHEAP_DEBUG contains "continue".
+ * Returns the number of errors found.  Only libmtheap-debug.so defines it: declare a weak
+ * reference to keep a program runnable with the normal library. */
+MTHEAP_API int mtheap_check_heap(void);
 MTHEAP_API void mtheap_stats_print(FILE *out);  /* NULL means stderr */
 
 #ifdef __cplusplus

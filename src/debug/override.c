@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mtheap_debug.h"
+#include "mtheap.h"
 
 MTHD_HIDDEN __thread mthd_tls_t mthd_tls __attribute__((tls_model("initial-exec")));
 MTHD_HIDDEN _Atomic int mthd_ready;
@@ -93,7 +93,11 @@ static inline void dealloc(void *p, int family, size_t sized, size_t align, cons
     mtheap_free(p);
     return;
   }
-  if (p) mthd_block_free(p, family, sized, align, fn, caller);
+  if (p) {
+    int saved = errno;  /* free() leaves errno alone (glibc >= 2.33 promises it) */
+    mthd_block_free(p, family, sized, align, fn, caller);
+    errno = saved;
+  }
 }
 
 /* ---- C ---- */

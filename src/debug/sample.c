@@ -5,11 +5,14 @@
  *
  * Pool layout (one PROT_NONE reservation):
  *   [guard][slot 0: slot_pages data][guard][slot 1 ...][guard] ... [slot n-1][guard]
- * A live block ends exactly at its slot's end (user + size == guard page) when its natural
- * alignment allows: the alignment is min(16, lowest set bit of size), which every object of that
- * size needs (an object's size is a multiple of its alignment), raised to a requested alignment.
- * Bytes between the block's end and the guard (only for over-aligned requests) and between the
- * first accessible page and the block hold MTHD_PAT_REDZONE and are checked at free.
+ * A block is placed as close to its slot's end as its alignment allows: the natural alignment
+ * min(16, lowest set bit of size), raised to sample_align and to a requested alignment.  sample_align defaults to 16,
+ * glibc's promise that real programs rely on (perf crashes with 8-aligned blocks), so only sizes
+ * that are multiples of 16 end exactly at the guard page; sample_align=1 gives GWP-ASan's
+ * natural alignment (every size flush against the guard) for programs that only need what C
+ * requires.  Bytes between the block's end and the guard, and between the first accessible page
+ * and the block, hold MTHD_PAT_REDZONE and are checked at free (a 1-byte overflow of a 23-byte
+ * block is then reported at free() instead of at the faulting instruction).
  *
  * Invariants
  *   - the non-sampled path costs one TLS decrement (mthd_tls.sample_countdown): no lock, no
@@ -96,10 +99,11 @@ void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintpt
   uintptr_t end = slot_end(i);
   size_t a = size ? (size_t)1 << __builtin_ctzl(size) : 16;
   if (a > 16) a = 16;
+  if (a < mthd_opt.sample_align) a = mthd_opt.sample_align;
   if (a < align) a = align;
-  uintptr_t user = (end - size) & ~(uintptr_t)(a - 1);
+  /* a 0-byte block still gets an address inside the slot (a write to it lands in the slack) */
+  uintptr_t user = (end - (size ? size : 1)) & ~(uintptr_t)(a - 1);
   uintptr_t first = user & ~(uintptr_t)(page - 1);
-  if (first == end) first -= page;   /* size 0: keep one page accessible before the guard */
   if (mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) return NULL;
   memset((void *)first, MTHD_PAT_REDZONE, end - first);
   memset((void *)user, zero ? 0 : MTHD_PAT_ALLOC, size);
@@ -175,33 +179,29 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
   size_t i = (size_t)(s - slots);
   uintptr_t end = slot_end(i);
   uintptr_t first = s->user & ~(uintptr_t)(page - 1);
-  if (first == end) first -= page;
   s->free_tid = mthd_tid();
   s->nfree = mthd_unwind(s->free_pcs, mthd_opt.depth, caller);
-  if (family != s->family) {
+  if (family != s->family) {  /* new/delete mixed up: known exactly for sampled blocks too */
     mthd_out_t o;
     mthd_report_begin(&o, "alloc-dealloc-mismatch", p, "(%s vs %s)", mthd_family_alloc_name(s->family, 0), fn);
     print_slot(&o, s, false);
     mthd_report_end(&o, caller, fn);
   }
-  /* the slack before the block and, for over-aligned blocks, after it */
-  const uint8_t *b = (const uint8_t *)first;
-  for (uintptr_t a = first; a < end; a++) {
-    if (a >= s->user && a < s->user + s->size) {
-      a = s->user + s->size - 1;
-      continue;
-    }
-    if (b[a - first] != MTHD_PAT_REDZONE) {
-      mthd_out_t o;
-      bool after = a >= s->user + s->size;
-      mthd_report_begin(&o, after ? "heap-buffer-overflow" : "heap-buffer-underflow", (void *)a,
-                        "(%zu bytes %s a %zu-byte block)", after ? (size_t)(a - s->user - s->size + 1) : (size_t)(s->user - a),
-                        after ? "past" : "before", s->size);
-      mthd_printf(&o, "  WRITE into the slack of a sampled block, found at %s\n", fn);
-      print_slot(&o, s, false);
-      mthd_report_end(&o, caller, fn);
-      break;
-    }
+  /* the slack before the block and after it (up to 15 bytes with the default alignment) */
+  const uint8_t *lo = (const uint8_t *)first, *hi = (const uint8_t *)(s->user + s->size);
+  size_t before = mthd_scan_pattern(lo, s->user - first, MTHD_PAT_REDZONE);
+  size_t after = mthd_scan_pattern(hi, end - (uintptr_t)hi, MTHD_PAT_REDZONE);
+  if (before < s->user - first || after < end - (uintptr_t)hi) {
+    mthd_out_t o;
+    bool over = after < end - (uintptr_t)hi;
+    uintptr_t a = over ? (uintptr_t)hi + after : first + before;
+    size_t dist = over ? (size_t)(a - s->user - s->size + 1) : (size_t)(s->user - a);
+    mthd_report_begin(&o, over ? "heap-buffer-overflow" : "heap-buffer-underflow", (void *)a,
+                      "(%zu byte%s %s a %zu-byte block)", dist, dist == 1 ? "" : "s", over ? "past" : "before", s->size);
+    mthd_printf(&o, "  WRITE into the slack of a sampled block, found at %s\n", fn);
+    if (over) mthd_hexdump(&o, hi, end - (uintptr_t)hi < 64 ? end - (uintptr_t)hi : 64, MTHD_PAT_REDZONE);
+    print_slot(&o, s, false);
+    mthd_report_end(&o, caller, fn);
   }
   mprotect((void *)first, end - first, PROT_NONE);
   mthd_lock(&mthd_pool_lock);

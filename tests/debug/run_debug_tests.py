@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""Run heap-debug test cases under LD_PRELOAD=libmtheap-debug.so and check their reports.
+
+    run_debug_tests.py --lib libmtheap-debug.so --bindir DIR CASE...   (CASE 'all' runs every one)
+
+A corpus case passes when stderr holds a report of the expected kind (first line
+"==PID== mtheap-debug: KIND on address ..."), the expected function appears in the expected stack
+section (allocation site, free site, or the detecting call), the extra patterns match, and the
+process ends as expected (SIGABRT, SIGSEGV or an exit code).  'real_programs' runs python3, git,
+gcc, sort and perl without the library, under full, full,-leaks and sample=3, and requires the
+same output and exit status and no error report (leak reports only where the program leaks).
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+ABORT, SEGV = "abort", "segv"
+# the interpreter itself, not a wrapper script (pyenv's shims run a dozen processes)
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+# name: (MTHEAP_DEBUG, kind, function, section, exit, [extra regexes])
+# section: "alloc" (allocation stack), "free" (free stack), "detect" (where it was found),
+#          "leak" (a leak group's stack)
+CASES = {
+    "mcb_sizeof_pointer": ("full", "heap-buffer-overflow", "make_key_buffer", "alloc", ABORT,
+                           [r"past a 8-byte block"]),
+    "mcb_off_by_one": ("full", "heap-buffer-overflow", "copy_command_value", "alloc", ABORT,
+                       [r"\(1 byte past a 23-byte block\)", r"\*00 fa fa"]),
+    "overflow_1": ("full", "heap-buffer-overflow", "make_record", "alloc", ABORT,
+                   [r"\(1 byte past a 40-byte block\)"]),
+    "overflow_100": ("full", "heap-buffer-overflow", "make_packet", "alloc", ABORT,
+                     [r"bytes past a 64-byte block", r"\*41\*41"]),
+    "underflow": ("full", "heap-buffer-underflow", "make_prefix_buffer", "alloc", ABORT,
+                  [r"\(1 byte before a 32-byte block\)"]),
+    "use_after_free": ("full", "use-after-free", "make_session", "alloc", ABORT,
+                       [r"write to a freed 36-byte block"], ("free", "close_session")),
+    "double_free": ("full", "double-free", "make_buffer", "alloc", ABORT,
+                    [r"free\(\) of a 100-byte block freed before"], ("free", "release_buffer")),
+    "invalid_free_stack": ("full", "bad-free", "free_local_name", "detect", ABORT,
+                           [r"on the stack of the calling thread"]),
+    "interior_free": ("full", "bad-free", "make_table", "alloc", ABORT,
+                      [r"16 bytes inside a 64-byte live block"]),
+    "leak": ("full,leaks_exitcode=23", "memory-leak", "leak_session_buffers", "leak", 23,
+             [r"SUMMARY: mtheap-debug: 384 bytes leaked in 3 blocks",
+              r"Direct leak of 384 bytes in 3 blocks"]),
+    "realloc_freed": ("full", "use-after-free", "make_list", "alloc", ABORT,
+                      [r"realloc\(\) of a 40-byte block freed before"]),
+    "sample_overflow": ("sample=1", "heap-buffer-overflow", "make_sampled_key", "alloc", SEGV,
+                        [r"\(1 byte past a 32-byte block\) \[sampled guard page\]",
+                         r"WRITE of memory at", r"re-raising SIGSEGV"]),
+    # the same bug with natural alignment (GWP-ASan style): a 23-byte block faults too
+    "sample_overflow_natural": ("sample=1,sample_align=1", "heap-buffer-overflow", "make_sampled_key", "alloc",
+                                SEGV, [r"\(1 byte past a 23-byte block\) \[sampled guard page\]"],
+                                None, ["set key:0001 0 0 1024\r\n"], "sample_overflow"),
+    # default alignment, 23 bytes: 9 bytes of slack before the guard; the write is found at free()
+    "sample_overflow_slack": ("sample=1", "heap-buffer-overflow", "make_sampled_key", "alloc", ABORT,
+                              [r"\(1 byte past a 23-byte block\)", r"slack of a sampled block"],
+                              None, ["set key:0001 0 0 1024\r\n"], "sample_overflow"),
+    "new_array_delete": ("full", "alloc-dealloc-mismatch", "make_ids", "alloc", ABORT,
+                         [r"\(operator new\[\] vs operator delete\)"]),
+    "new_free": ("full", "alloc-dealloc-mismatch", "make_widget", "alloc", ABORT,
+                 [r"\(operator new vs free\)"]),
+    "malloc_delete": ("full", "alloc-dealloc-mismatch", "make_raw_record", "alloc", ABORT,
+                      [r"\(malloc vs operator delete\)"]),
+    "sized_delete": ("full", "new-delete-type-mismatch", "make_shape", "alloc", ABORT,
+                     [r"with size 4 for a 44-byte block"]),
+}
+
+
+def sections(stderr):
+    """Map section name -> list of frame lines, per report (first occurrence wins)."""
+    out = {}
+    cur = None
+    for line in stderr.splitlines():
+        if re.match(r"\s+#\d+ ", line):
+            if cur is not None:
+                out.setdefault(cur, []).append(line)
+            continue
+        cur = None
+        if re.search(r"allocated by .* at:$", line):
+            cur = "alloc"
+        elif re.search(r"^  freed by .* at:$", line):
+            cur = "free"
+        elif re.search(r"^  detected in .* at:$", line) or "caught by the guard page" in line:
+            cur = "detect"
+        elif re.search(r"^(Direct|Indirect) leak of .* allocated at:$", line):
+            cur = "leak"
+        if cur in out and cur != "leak":
+            cur = cur + "+"  # later sections of the same name: keep the first one clean
+    return out
+
+
+def run(cmd, env, cwd=None, stdin=None, timeout=90):
+    return subprocess.run(cmd, env=env, cwd=cwd, stdin=stdin, capture_output=True, text=True,
+                          errors="replace", timeout=timeout)
+
+
+def check_case(name, lib, bindir):
+    spec = CASES[name]
+    opts, kind, func, section, exit_, extra = spec[:6]
+    also = spec[6] if len(spec) > 6 else None
+    args = spec[7] if len(spec) > 7 else []
+    binary = spec[8] if len(spec) > 8 else name
+    env = dict(os.environ, LD_PRELOAD=lib, MTHEAP_DEBUG=opts)
+    r = run([os.path.join(bindir, binary)] + args, env)
+    err = r.stderr
+    problems = []
+    first = re.search(r"^==(\d+)== mtheap-debug: ([a-z-]+)( on address 0x[0-9a-f]+ |: )", err, re.M)
+    if not first:
+        problems.append("no mtheap-debug report on stderr")
+    elif first.group(2) != kind:
+        problems.append("first report is %r, expected %r" % (first.group(2), kind))
+    secs = sections(err)
+    if not any(func in l for l in secs.get(section, [])):
+        problems.append("function %s not in the %s stack" % (func, section))
+    if also and not any(also[1] in l for l in secs.get(also[0], [])):
+        problems.append("function %s not in the %s stack" % (also[1], also[0]))
+    for pat in extra:
+        if not re.search(pat, err, re.M):
+            problems.append("pattern not found: %s" % pat)
+    rc = r.returncode
+    if exit_ == ABORT and rc != -signal.SIGABRT:
+        problems.append("expected SIGABRT, got returncode %d" % rc)
+    elif exit_ == SEGV and rc != -signal.SIGSEGV:
+        problems.append("expected SIGSEGV, got returncode %d" % rc)
+    elif isinstance(exit_, int) and rc != exit_:
+        problems.append("expected exit %d, got %d" % (exit_, rc))
+    # file:line is a bonus that needs addr2line; when it is there, the allocation site has it
+    if shutil.which("addr2line") and section == "alloc" and "sample" not in opts:
+        src = re.escape(binary) + r"\.cc?:\d+"
+        if not any(re.search(src, l) for l in secs.get("alloc", [])):
+            problems.append("no %s.c:LINE in the allocation stack" % name)
+    return problems, err
+
+
+def check_clean(lib, bindir):
+    env = dict(os.environ, LD_PRELOAD=lib, MTHEAP_DEBUG="full")
+    r = run([os.path.join(bindir, "clean_program")], env)
+    problems = []
+    if "mtheap-debug:" in r.stderr:
+        problems.append("unexpected report")
+    if r.returncode != 0 or r.stdout.strip() != "OK":
+        problems.append("exit %d, stdout %r" % (r.returncode, r.stdout.strip()))
+    return problems, r.stderr
+
+
+def real_programs(lib):
+    tmp = tempfile.mkdtemp(prefix="mthd-real-")
+    problems, log = [], []
+    base = dict(os.environ, HOME=tmp, GIT_CONFIG_NOSYSTEM="1", LC_ALL="C",
+                GIT_AUTHOR_DATE="2020-01-01T00:00:00Z", GIT_COMMITTER_DATE="2020-01-01T00:00:00Z")
+    with open(os.path.join(tmp, "hello.c"), "w") as f:
+        f.write('#include <stdio.h>\nint main(void) { puts("hello, world"); return 0; }\n')
+    with open(os.path.join(tmp, "lines.txt"), "w") as f:
+        x = 12345
+        for i in range(100000):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            f.write("%d line %d\n" % (x, i))
+    script = ("import json, re, collections\n"
+              "d = collections.Counter(re.findall(r'\\w+', json.dumps([{'k%d' % i: list(range(i % 20))} for i in range(5000)])))\n"
+              "print(len(d), sum(d.values()))\n")
+    git = "git init -q r && cd r && echo a > f && git add f && git -c user.name=t -c user.email=t@t commit -qm one && " \
+          "echo b >> f && git -c user.name=t -c user.email=t@t commit -qam two && git log --format=%s"
+    # (name, shell command, leaks: True if the program frees what it allocates by exit)
+    progs = [
+        ("python3", "%s -c %s" % (PYTHON, shquote(script)), True),
+        ("git", git, False),
+        ("gcc", "gcc -O1 -o hello_%s hello.c && ./hello_%s", False),
+        ("sort", "sort lines.txt | md5sum", True),
+        ("perl", "perl -e 'my %h; $h{$_} = $_ * 2 for 1..100000; my $s = 0; $s += $_ for values %h; print \"$s\\n\"'", False),
+    ]
+    for name, cmd, leak_clean in progs:
+        outs = {}
+        for mode in ("plain", "full", "full,-leaks", "sample=3"):
+            c = cmd.replace("%s", mode.replace(",", "_").replace("-", "")) if name == "gcc" else cmd
+            d = os.path.join(tmp, mode.replace(",", "_").replace("=", ""))
+            os.makedirs(d, exist_ok=True)
+            for fn in ("hello.c", "lines.txt"):
+                if not os.path.exists(os.path.join(d, fn)):
+                    shutil.copy(os.path.join(tmp, fn), d)
+            env = dict(base)
+            if mode != "plain":
+                env["LD_PRELOAD"] = lib
+                env["MTHEAP_DEBUG"] = mode
+            r = run(["sh", "-c", c], env, cwd=d, stdin=subprocess.DEVNULL, timeout=100)
+            outs[mode] = (r.returncode, r.stdout)
+            reports = [l for l in r.stderr.splitlines() if "mtheap-debug:" in l]
+            errors = [l for l in reports if "memory-leak" not in l and "SUMMARY" not in l]
+            leaks = [l for l in reports if "memory-leak" in l]
+            log.append("%-8s %-12s rc=%d reports=%d (leak reports %d)" % (name, mode, r.returncode, len(reports), len(leaks)))
+            if errors:
+                problems.append("%s under %s: error report(s):\n%s" % (name, mode, r.stderr[:3000]))
+            if leaks and (leak_clean or mode != "full"):
+                problems.append("%s under %s: leak report:\n%s" % (name, mode, r.stderr[:3000]))
+        for mode in ("full", "full,-leaks", "sample=3"):
+            if outs[mode] != outs["plain"]:
+                problems.append("%s: output/exit differs under %s: %r vs %r" % (name, mode, outs[mode], outs["plain"]))
+    shutil.rmtree(tmp, ignore_errors=True)
+    return problems, "\n".join(log)
+
+
+def shquote(s):
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--bindir", required=True)
+    ap.add_argument("cases", nargs="+")
+    a = ap.parse_args()
+    names = a.cases
+    if names == ["all"]:
+        names = sorted(CASES) + ["clean_program", "real_programs"]
+    failed = 0
+    for n in names:
+        if n == "clean_program":
+            problems, err = check_clean(a.lib, a.bindir)
+        elif n == "real_programs":
+            problems, err = real_programs(a.lib)
+            print(err)
+        else:
+            problems, err = check_case(n, a.lib, a.bindir)
+        if problems:
+            failed += 1
+            print("FAIL %s:\n  %s" % (n, "\n  ".join(problems)))
+            if n != "real_programs":
+                print("---- stderr ----\n%s----------------" % err[-6000:])
+        else:
+            print("ok   %s" % n)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
