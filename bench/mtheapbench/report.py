@@ -1,0 +1,430 @@
+"""Turning run records into tables, the Markdown report, CSV/JSON and the plots."""
+
+import csv
+import math
+import json
+import os
+from collections import OrderedDict
+
+from .stats import geomean, median, ratio, spread
+
+CSV_FIELDS = ["workload", "variant", "threads", "allocator", "rep", "status", "reason",
+              "metric", "value", "unit", "better", "wall_s", "user_s", "sys_s", "maxrss_kb",
+              "exit", "signal", "cmd"]
+
+
+def case_key(r):
+    return (r["workload"], r.get("variant", ""), int(r["threads"]))
+
+
+def case_label(key):
+    w, v, t = key
+    return "%s%s t=%d" % (w, "/" + v if v else "", t)
+
+
+def _alloc_order(runs, meta):
+    order = list((meta or {}).get("allocator_order") or (meta or {}).get("allocators", {}))
+    for r in runs:
+        if r["allocator"] not in order:
+            order.append(r["allocator"])
+    return order
+
+
+def summarize(runs, meta=None):
+    """{case: {"metric", "unit", "better", "allocs": {name: cell}}} in run order, where a cell
+    has n, ok, fails (reasons), median/min/max of the metric and medians of wall, CPU, RSS."""
+    cases = OrderedDict()
+    for r in runs:
+        k = case_key(r)
+        c = cases.setdefault(k, {"metric": None, "unit": "", "better": "lower",
+                                 "allocs": OrderedDict()})
+        if r.get("status") == "ok" and c["metric"] is None:
+            c["metric"], c["unit"], c["better"] = r["metric"], r["unit"], r["better"]
+        cell = c["allocs"].setdefault(r["allocator"], {"runs": []})
+        cell["runs"].append(r)
+    for c in cases.values():
+        for cell in c["allocs"].values():
+            ok = [r for r in cell["runs"] if r.get("status") == "ok"]
+            cell["n"] = len(cell["runs"])
+            cell["ok"] = len(ok)
+            cell["fails"] = [r.get("reason") or "failed" for r in cell["runs"]
+                             if r.get("status") != "ok"]
+            if ok:
+                vals = [float(r["value"]) for r in ok]
+                cell["median"] = median(vals)
+                cell["min"], cell["max"] = spread(vals)
+                for f in ("wall_s", "user_s", "sys_s", "maxrss_kb"):
+                    cell[f] = median([float(r.get(f) or 0) for r in ok])
+            else:
+                cell["median"] = None
+        # A case where any run failed still shows its medians, but the FAIL is in the table.
+        meds = [(n, cl["median"]) for n, cl in c["allocs"].items()
+                if cl["median"] is not None]
+        best = None
+        if meds:
+            pick = min if c["better"] == "lower" else max
+            best = pick(meds, key=lambda x: x[1])
+        c["best"] = best[0] if best else None
+        for name, cell in c["allocs"].items():
+            cell["vs_best"] = ratio(cell["median"], best[1], c["better"]) if best else None
+            g = c["allocs"].get("glibc")
+            cell["vs_glibc"] = ratio(cell["median"], g["median"], c["better"]) \
+                if g and g.get("median") else None
+    return cases
+
+
+def allocator_summary(cases, order, ref="glibc"):
+    """Per allocator: geometric means over cases of median wall time and peak RSS, relative
+    to ref (glibc when it ran, else the first allocator), over the cases where both succeeded
+    in every run; plus the count of failed runs."""
+    if ref not in order:
+        ref = order[0] if order else None
+    out = OrderedDict()
+    for a in order:
+        tr, mr, fails, n = [], [], 0, 0
+        for key, c in cases.items():
+            cell = c["allocs"].get(a)
+            if not cell:
+                continue
+            fails += len(cell["fails"])
+            rc = c["allocs"].get(ref)
+            if c.get("allocator_independent") or c.get("untimed") or not rc:
+                continue
+            if cell["fails"] or rc["fails"] or cell["median"] is None or rc["median"] is None:
+                continue
+            if cell["wall_s"] > 0 and rc["wall_s"] > 0:
+                tr.append(cell["wall_s"] / rc["wall_s"])
+            if cell["maxrss_kb"] > 0 and rc["maxrss_kb"] > 0:
+                mr.append(cell["maxrss_kb"] / rc["maxrss_kb"])
+            n += 1
+        out[a] = {"time_geomean": geomean(tr) if tr else None,
+                  "rss_geomean": geomean(mr) if mr else None,
+                  "cases": n, "failed_runs": fails}
+    return ref, out
+
+
+def _fmt(v, unit=""):
+    if v is None:
+        return "-"
+    a = abs(v)
+    if a >= 1e6:
+        s = "%.3gM" % (v / 1e6)
+    elif a >= 1e4:
+        s = "%.0f" % v
+    elif a >= 100:
+        s = "%.1f" % v
+    elif a >= 1:
+        s = "%.3f" % v
+    else:
+        s = "%.4g" % v
+    return s
+
+
+def _x(v):
+    if v is None:
+        return "-"
+    return "inf" if math.isinf(v) else "%.2fx" % v
+
+
+def _rss(kb):
+    if not kb:
+        return "-"
+    return "%.1f MiB" % (kb / 1024.0)
+
+
+def case_rows(c):
+    """Rows for one case: allocator, median, spread, vs best, vs glibc, wall, user, sys, RSS,
+    ok/n, fail reason."""
+    rows = []
+    for name, cell in c["allocs"].items():
+        if cell["median"] is None:
+            rows.append([name, "FAIL", "", "", "", "", "", "", "", "%d/%d" % (0, cell["n"]),
+                         cell["fails"][0] if cell["fails"] else ""])
+            continue
+        rows.append([name, _fmt(cell["median"]), "%s..%s" % (_fmt(cell["min"]), _fmt(cell["max"])),
+                     _x(cell["vs_best"]), _x(cell["vs_glibc"]), "%.2f" % cell["wall_s"],
+                     "%.2f" % cell["user_s"], "%.2f" % cell["sys_s"], _rss(cell["maxrss_kb"]),
+                     "%d/%d" % (cell["ok"], cell["n"]),
+                     ("FAIL: " + cell["fails"][0]) if cell["fails"] else ""])
+    return rows
+
+
+HEAD = ["allocator", "median", "min..max", "vs best", "vs glibc", "wall s", "user s", "sys s",
+        "peak RSS", "ok", "note"]
+
+
+def _case_title(key, c):
+    unit = c["unit"] or "?"
+    return "%s: %s [%s], %s is better" % (case_label(key), c["metric"] or "?", unit,
+                                        c["better"])
+
+
+def text_tables(cases, order, meta=None):
+    lines = []
+    for key, c in cases.items():
+        lines.append("")
+        lines.append(_case_title(key, c))
+        rows = [HEAD] + case_rows(c)
+        widths = [max(len(str(r[i])) for r in rows) for i in range(len(HEAD) - 1)]
+        for r in rows:
+            lines.append("  " + "  ".join(str(r[i]).ljust(widths[i])
+                                          for i in range(len(HEAD) - 1)) + "  " + str(r[-1]))
+    ref, summ = allocator_summary(cases, order)
+    lines.append("")
+    lines.append("Summary (geometric means over cases of median wall time and peak RSS, "
+                 "relative to %s; lower is better):" % ref)
+    lines.append("  %-12s %10s %10s %7s %12s" % ("allocator", "time", "peak RSS", "cases",
+                                                 "failed runs"))
+    for a, s in summ.items():
+        lines.append("  %-12s %10s %10s %7d %12d" % (a, _x(s["time_geomean"]),
+                                                     _x(s["rss_geomean"]), s["cases"],
+                                                     s["failed_runs"]))
+    return "\n".join(lines)
+
+
+def summary_markdown(cases, order):
+    ref, summ = allocator_summary(cases, order)
+    out = ["| allocator | time (geomean vs %s) | peak RSS (geomean vs %s) | cases | failed runs |"
+           % (ref, ref), "|---|---:|---:|---:|---:|"]
+    for a, s in summ.items():
+        out.append("| %s | %s | %s | %d | %d |" % (a, _x(s["time_geomean"]),
+                                                   _x(s["rss_geomean"]), s["cases"],
+                                                   s["failed_runs"]))
+    return "\n".join(out)
+
+
+def matrix_markdown(cases, order, what="metric"):
+    """One row per case, one column per allocator.  what="metric": the median of the workload's
+    metric with its ratio to glibc; "rss": median peak RSS in MiB."""
+    head = "| case | metric | " + " | ".join(order) + " |"
+    out = [head, "|---|---|" + "---:|" * len(order)]
+    for key, c in cases.items():
+        if what == "rss" and (c.get("untimed") or c.get("allocator_independent")):
+            continue
+        cells = []
+        for a in order:
+            cell = c["allocs"].get(a)
+            if not cell:
+                cells.append("")
+            elif cell["median"] is None:
+                cells.append("**FAIL**")
+            elif what == "rss":
+                cells.append("%.1f" % (cell["maxrss_kb"] / 1024.0))
+            else:
+                v = _fmt(cell["median"])
+                r = cell.get("vs_glibc")
+                best = " **best**" if c.get("best") == a and len(c["allocs"]) > 1 else ""
+                cells.append("%s (%s)%s" % (v, _x(r), best) if r is not None and a != "glibc"
+                             else v + best)
+                if cell["fails"]:
+                    cells[-1] += " +%d FAIL" % len(cell["fails"])
+        label = ("peak RSS MiB" if what == "rss" else
+                 "%s [%s], %s better" % (c["metric"], c["unit"], c["better"]))
+        out.append("| %s | %s | %s |" % (case_label(key), label, " | ".join(cells)))
+    return "\n".join(out)
+
+
+def markdown(cases, order, meta, plots):
+    m = meta or {}
+    out = ["# mtheap-bench results", ""]
+    out.append("- date: %s" % m.get("date", "?"))
+    out.append("- command: `%s`" % m.get("command", "?"))
+    mach = m.get("machine", {})
+    if mach:
+        out.append("- machine: %s" % ", ".join("%s %s" % (k, v) for k, v in mach.items()))
+    out.append("- mode: %s, repetitions: %s (interleaved across allocators), threads: %s"
+               % (m.get("mode", "?"), m.get("repeat", "?"), m.get("threads", "?")))
+    if m.get("allocators"):
+        out.append("- allocators: " + ", ".join("%s (%s)" % (k, v or "no preload")
+                                                for k, v in m["allocators"].items()))
+    for name, fid in (m.get("allocator_files") or {}).items():
+        out.append("- %s library: %s" % (name, fid))
+    for name, why in m.get("skipped", []):
+        out.append("- skipped %s: %s" % (name, why))
+    out += ["", "## Summary", "",
+            "Geometric means over all cases of each allocator's median wall time and median "
+            "peak RSS, each divided by the reference allocator's for the same case "
+            "(cases where either failed a run are left out; see the failures below).", "",
+            summary_markdown(cases, order), ""]
+    for p in plots:
+        out.append("![%s](%s)" % (os.path.basename(p), p))
+    out += ["", "## All cases at a glance", "",
+            "Median of each workload's own metric; in brackets the ratio to glibc "
+            "(1.00x = as good as glibc, 2.00x = twice as slow or half the rate).", "",
+            matrix_markdown(cases, order), "", "Median peak RSS (MiB):", "",
+            matrix_markdown(cases, order, "rss"), ""]
+    out += ["", "## Workloads", "",
+            "Per case: the median of the workload's own metric, its min..max over the "
+            "repetitions, the ratio to the best allocator and to glibc (1.00x = as good, "
+            "2.00x = twice as slow or half the rate), and medians of wall time, user and "
+            "system CPU and peak RSS (os.wait4).", ""]
+    for key, c in cases.items():
+        out.append("### " + _case_title(key, c))
+        out.append("")
+        out.append("| " + " | ".join(HEAD) + " |")
+        out.append("|" + "---|" * len(HEAD))
+        for r in case_rows(c):
+            out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
+        out.append("")
+    fails = [(case_label(k), a, reason) for k, c in cases.items()
+             for a, cell in c["allocs"].items() for reason in cell["fails"]]
+    out += ["## Failures", ""]
+    if fails:
+        for cl, a, reason in fails:
+            out.append("- %s, %s: %s" % (cl, a, reason))
+    else:
+        out.append("None: every run exited 0 and passed its self-check.")
+    out.append("")
+    return "\n".join(out)
+
+
+def write_csv(runs, path):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS + ["extra"], extrasaction="ignore")
+        w.writeheader()
+        for r in runs:
+            row = dict(r)
+            row["extra"] = " ".join("%s=%s" % kv for kv in sorted((r.get("extra") or {}).items()))
+            w.writerow(row)
+
+
+def throughput(r):
+    """Work per second for the scaling plot: the workload's ops_per_s when it reports one,
+    else its metric when higher is better, else 1/time."""
+    ex = r.get("extra") or {}
+    if isinstance(ex.get("ops_per_s"), (int, float)):
+        return float(ex["ops_per_s"])
+    if r.get("better") == "higher":
+        return float(r["value"])
+    v = float(r["value"])
+    return 1.0 / v if v > 0 else None
+
+
+def plots(cases, order, runs, out_dir, prefix=""):
+    """Writes the PNGs; returns their paths relative to out_dir ([] without matplotlib)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    colors = {}
+    cmap = plt.get_cmap("tab10")
+    for i, a in enumerate(order):
+        colors[a] = cmap(i % 10)
+
+    # Throughput against threads, per workload that ran at more than one thread count.
+    by_w = OrderedDict()
+    for (w, v, t), c in cases.items():
+        by_w.setdefault((w, v), []).append((t, c))
+    multi = [(wv, lst) for wv, lst in by_w.items() if len({t for t, _ in lst}) > 1]
+    if multi:
+        n = len(multi)
+        cols = min(3, n)
+        rows = (n + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(4.0 * cols, 2.8 * rows), squeeze=False)
+        for idx, ((w, v), lst) in enumerate(multi):
+            ax = axes[idx // cols][idx % cols]
+            for a in order:
+                xs, ys = [], []
+                for t, c in sorted(lst, key=lambda x: x[0]):
+                    cell = c["allocs"].get(a)
+                    if not cell or not cell["ok"]:
+                        continue
+                    tp = [throughput(r) for r in cell["runs"] if r.get("status") == "ok"]
+                    tp = [x for x in tp if x]
+                    if tp:
+                        xs.append(t)
+                        ys.append(sorted(tp)[len(tp) // 2])
+                if xs:
+                    ax.plot(xs, ys, marker="o", label=a, color=colors[a])
+            ax.set_title(w + ("/" + v if v else ""), fontsize=9)
+            ax.set_xlabel("threads", fontsize=8)
+            ax.set_ylabel("ops/s", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.set_xticks(sorted({t for t, _ in lst}))
+        for idx in range(n, rows * cols):
+            axes[idx // cols][idx % cols].axis("off")
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper center", ncol=len(order), fontsize=8)
+        fig.tight_layout(rect=(0, 0, 1, 0.93))
+        p = os.path.join(out_dir, prefix + "scaling.png")
+        fig.savefig(p, dpi=70)
+        plt.close(fig)
+        written.append(p)
+
+    ref = "glibc" if "glibc" in order else (order[0] if order else None)
+    for field, title, fname in (("wall_s", "wall time relative to %s (log scale; lower is "
+                                 "better; x = failed)", "relative_time.png"),
+                                ("maxrss_kb", "peak RSS relative to %s (log scale; lower is "
+                                 "better; x = failed)", "relative_rss.png")):
+        keys = [k for k, c in cases.items() if not c.get("allocator_independent")
+                and not (field == "wall_s" and c.get("untimed"))
+                and c["allocs"].get(ref) and c["allocs"][ref].get("median") is not None]
+        if not keys:
+            continue
+        # One row per case, one marker per allocator: compact enough for many cases.
+        fig, ax = plt.subplots(figsize=(7.0, 0.24 * len(keys) + 1.4))
+        markers = "osD^vP*X<>"
+        for j, a in enumerate(order):
+            ys, xs, fx = [], [], []
+            for i, k in enumerate(keys):
+                cell = cases[k]["allocs"].get(a)
+                rc = cases[k]["allocs"][ref]
+                if not cell:
+                    continue
+                if cell.get("median") is None:
+                    fx.append(i)
+                elif cell.get(field) and rc.get(field):
+                    ys.append(i)
+                    xs.append(cell[field] / rc[field])
+            ax.plot(xs, ys, linestyle="none", marker=markers[j % len(markers)], markersize=5,
+                    color=colors[a], label=a, alpha=0.85)
+            if fx:
+                ax.plot([1.0] * len(fx), fx, "x", color=colors[a], markersize=8)
+        ax.set_xscale("log")
+        ax.axvline(1.0, color="black", linewidth=0.6)
+        ax.set_yticks(range(len(keys)))
+        ax.set_yticklabels([case_label(k) for k in keys], fontsize=7)
+        ax.set_ylim(len(keys) - 0.5, -0.5)
+        ax.grid(axis="y", linewidth=0.3, alpha=0.5)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(title % ref, fontsize=9)
+        ax.legend(fontsize=7, ncol=min(len(order), 6), loc="lower center",
+                  bbox_to_anchor=(0.5, 1.03 + 0.3 / max(1, len(keys))))
+        fig.tight_layout()
+        p = os.path.join(out_dir, prefix + fname)
+        fig.savefig(p, dpi=70)
+        plt.close(fig)
+        written.append(p)
+    return written
+
+
+def write_all(data, out_dir, quiet=False):
+    """From results.json's content: results.csv, report.md, plots/*.png; returns the terminal
+    text."""
+    runs, meta = data["runs"], data.get("meta", {})
+    order = _alloc_order(runs, meta)
+    cases = summarize(runs, meta)
+    indep = set(meta.get("allocator_independent", []))
+    untimed = set(meta.get("untimed", []))
+    for (w, v, t), c in cases.items():
+        c["allocator_independent"] = w in indep
+        c["untimed"] = w in untimed
+    write_csv(runs, os.path.join(out_dir, "results.csv"))
+    pngs = plots(cases, order, runs, os.path.join(out_dir, "plots"))
+    rel = [os.path.relpath(p, out_dir) for p in pngs]
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write(markdown(cases, order, meta, rel))
+    return text_tables(cases, order, meta)
+
+
+def load(out_dir):
+    path = os.path.join(out_dir, "results.json")
+    with open(path) as f:
+        data = json.load(f)
+    if not isinstance(data, dict) or "runs" not in data:
+        raise ValueError("%s has no 'runs'" % path)
+    return data

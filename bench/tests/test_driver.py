@@ -1,0 +1,312 @@
+"""The driver: argument handling and errors, RESULT parsing, statistics, the schedule, report
+generation, and the server lifecycle (a server that does not start is a FAIL, not a hang)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BUILD, DRIVER
+from mtheapbench import allocators, cli, programs, report, runner, stats
+from mtheapbench.workloads import QUICK, FULL, Context, registry
+
+
+def drive(*args, timeout=300):
+    return subprocess.run([sys.executable, DRIVER] + list(args), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+# ---------------------------------------------------------------- statistics
+
+def test_median():
+    assert stats.median([3]) == 3
+    assert stats.median([5, 1, 3]) == 3
+    assert stats.median([4, 1, 3, 2]) == 2.5
+    with pytest.raises(ValueError):
+        stats.median([])
+
+
+def test_geomean():
+    assert stats.geomean([2, 8]) == pytest.approx(4.0)
+    assert stats.geomean([1, 10, 100]) == pytest.approx(10.0)
+    assert stats.geomean([0.5, 2]) == pytest.approx(1.0)
+    with pytest.raises(ValueError):
+        stats.geomean([])
+    with pytest.raises(ValueError):
+        stats.geomean([1, 0])
+
+
+def test_ratio_orientation():
+    # Always "how many times worse than the reference".
+    assert stats.ratio(2.0, 1.0, "lower") == 2.0
+    assert stats.ratio(50.0, 100.0, "higher") == 2.0
+    assert stats.ratio(None, 1.0, "lower") is None
+    assert stats.ratio(0.0, 0.0, "lower") == 1.0      # zero calls vs zero calls
+    assert math.isinf(stats.ratio(5.0, 0.0, "lower"))  # anything vs a best of zero
+    assert stats.ratio(0.0, 15.0, "lower") == 0.0
+
+
+# ---------------------------------------------------------------- parsing
+
+def test_parse_result_line():
+    r = stats.parse_result_line("RESULT workload=threads-1k threads=4 metric=time value=1.5 "
+                                "unit=s better=lower ops_per_s=2.6e+06 kind=default")
+    assert r["workload"] == "threads-1k" and r["threads"] == 4
+    assert r["value"] == 1.5 and r["ops_per_s"] == pytest.approx(2.6e6)
+    assert r["kind"] == "default"
+
+
+def test_parse_defaults_and_errors():
+    r = stats.parse_result_line("RESULT workload=x threads=1 metric=m value=3 unit=s")
+    assert r["better"] == "lower" and isinstance(r["value"], float)
+    for bad in ("RESULT workload=x threads=1 metric=m unit=s",           # no value
+                "RESULT workload=x threads=1 metric=m value=abc unit=s",  # not a number
+                "RESULT workload=x threads=1 metric=m value=1 unit=s better=up",
+                "RESULT workload=x junk",
+                "result workload=x"):
+        with pytest.raises(stats.ParseError):
+            stats.parse_result_line(bad)
+
+
+def test_parse_output_collects_fail_lines():
+    out = "noise\nsample 1: 3 loops/s\nFAIL workload=w reason=selfcheck block 0x1 bad\n"
+    results, fails = stats.parse_output(out)
+    assert results == [] and fails == ["workload=w reason=selfcheck block 0x1 bad"]
+
+
+# ---------------------------------------------------------------- arguments and errors
+
+def test_no_command_is_usage_error():
+    assert drive().returncode == 2
+
+
+def test_list():
+    p = drive("list", "--build", BUILD)
+    assert p.returncode == 0
+    for w in ("malloc_test", "threads-1k", "general", "mmap-lock", "rwlock-fairness", "larson",
+              "xmalloc", "cache-thrash", "cache-scratch", "shbench", "mstress", "realloc",
+              "large", "threadtest", "redis", "memcached", "python", "sqlite"):
+        assert w in p.stdout
+    assert "jemalloc" in p.stdout and "mtheap" in p.stdout
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["run", "--allocators", "nosuchmalloc"], "unknown allocator"),
+    (["run", "--allocators", "x=/etc/passwd"], "not a loadable library"),
+    (["run", "--allocators", "x=/nonexistent/lib.so"], "not a loadable library"),
+    (["run", "--allocators", "glibc,glibc"], "given twice"),
+    (["run", "--allocators", ""], "no allocators"),
+    (["run", "--workloads", "nosuchworkload"], "unknown workload"),
+    (["run", "--threads", "0"], "--threads"),
+    (["run", "--threads", "two"], "--threads"),
+    (["run", "--repeat", "0"], "--repeat"),
+    (["run", "--quick", "--full"], "not allowed"),
+    (["run", "--bogus"], "unrecognized"),
+    (["report", "/nonexistent-dir"], "cannot read"),
+])
+def test_run_errors_before_anything_runs(args, msg, tmp_path):
+    out = tmp_path / "out"
+    p = drive(*(args + (["--out", str(out), "--build", BUILD] if args[0] == "run" else [])))
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert msg in p.stderr
+    assert not out.exists()  # nothing ran, nothing written
+
+
+def test_missing_binaries_is_error(tmp_path):
+    p = drive("run", "--build", str(tmp_path / "nobuild"), "--allocators", "glibc",
+              "--workloads", "threads-1k", "--out", str(tmp_path / "o"))
+    assert p.returncode == 2 and "not built" in p.stderr
+
+
+def test_missing_known_allocator_is_skipped(tmp_path, monkeypatch):
+    monkeypatch.setitem(allocators.KNOWN, "jemalloc", str(tmp_path / "libnothere.so"))
+    allocs, skipped = allocators.resolve("glibc,jemalloc", BUILD)
+    assert [a.name for a in allocs] == ["glibc"]
+    assert skipped and skipped[0][0] == "jemalloc" and "missing" in skipped[0][1]
+
+
+def test_mtheap_missing_is_skipped(tmp_path):
+    allocs, skipped = allocators.resolve("glibc,mtheap", str(tmp_path))
+    assert [a.name for a in allocs] == ["glibc"]
+    assert skipped[0][0] == "mtheap" and "not built" in skipped[0][1]
+
+
+def test_custom_allocator_by_path():
+    lib = os.path.join(BUILD, "bench", "libbenchglibc.so")
+    allocs, _ = allocators.resolve("fwd=" + lib, BUILD)
+    assert allocs[0].name == "fwd" and allocs[0].path == lib
+    assert allocs[0].preload(["/a.so"]) == "/a.so:" + lib
+
+
+# ---------------------------------------------------------------- schedule
+
+class _A:
+    def __init__(self, name):
+        self.name = name
+
+
+def test_schedule_interleaves_allocators():
+    reg = registry()
+    ctx = Context(BUILD, "/tmp")
+    allocs = [_A("glibc"), _A("b"), _A("c")]
+    sched = cli.plan([reg["threads-1k"], reg["rwlock-fairness"], reg["mmap-syscalls"]],
+                     allocs, ctx, QUICK, [1, 2], 2)
+    t1 = [(rep, a.name) for rep, w, t, v, a in sched if w.name == "threads-1k" and t == 1]
+    assert t1 == [(0, "glibc"), (0, "b"), (0, "c"), (1, "glibc"), (1, "b"), (1, "c")]
+    rw = [(v, a.name) for rep, w, t, v, a in sched if w.name == "rwlock-fairness"]
+    assert {a for _, a in rw} == {"glibc"}  # not an allocator test
+    assert {v for v, _ in rw} == {"default", "prefer-writer", "nonrecursive"}
+    once = [rep for rep, w, t, v, a in sched if w.name == "mmap-syscalls"]
+    assert once == [0, 0, 0]
+
+
+def test_full_mode_scales_every_c_workload():
+    reg = registry()
+    ctx = Context(BUILD, "/tmp")
+    assert cli.threads_for(reg["shbench"], ctx, FULL, [1, 2, 4, 8]) == [1, 2, 4, 8]
+    assert cli.threads_for(reg["shbench"], ctx, QUICK, [1, 2, 4, 8]) == [ctx.ncpus]
+    assert cli.threads_for(reg["redis"], ctx, FULL, [1, 2, 4, 8]) == [1]
+
+
+# ---------------------------------------------------------------- report
+
+def fake_runs():
+    runs = []
+    for rep in (1, 2, 3):
+        for a, t, rss in (("glibc", 2.0, 1000), ("fast", 1.0, 3000), ("lean", 4.0, 500)):
+            for th in (1, 2):
+                runs.append(dict(workload="w1", variant="", threads=th, allocator=a, rep=rep,
+                                 status="ok", reason="", metric="time", value=t * rep / 2,
+                                 unit="s", better="lower", wall_s=t * rep / 2, user_s=t,
+                                 sys_s=0.1, maxrss_kb=rss, exit=0, signal=None, cmd="w1",
+                                 extra={"ops_per_s": 1e6 / t * th}))
+        runs.append(dict(workload="w2", variant="", threads=1, allocator="glibc", rep=rep,
+                         status="ok", reason="", metric="rps", value=100.0, unit="req/s",
+                         better="higher", wall_s=2.0, user_s=1, sys_s=0, maxrss_kb=2000, exit=0,
+                         signal=None, cmd="w2", extra={}))
+        runs.append(dict(workload="w2", variant="", threads=1, allocator="fast", rep=rep,
+                         status="ok", reason="", metric="rps", value=200.0, unit="req/s",
+                         better="higher", wall_s=1.0, user_s=1, sys_s=0, maxrss_kb=2000, exit=0,
+                         signal=None, cmd="w2", extra={}))
+        runs.append(dict(workload="w2", variant="", threads=1, allocator="lean", rep=rep,
+                         status="FAIL", reason="killed by SIGSEGV", wall_s=0.1, user_s=0,
+                         sys_s=0, maxrss_kb=100, exit=None, signal=11, cmd="w2"))
+    return runs
+
+
+def test_summarize_medians_and_ratios():
+    cases = report.summarize(fake_runs())
+    c = cases[("w1", "", 1)]
+    assert c["allocs"]["glibc"]["median"] == pytest.approx(2.0)   # values 1, 2, 3
+    assert (c["allocs"]["glibc"]["min"], c["allocs"]["glibc"]["max"]) == (1.0, 3.0)
+    assert c["best"] == "fast"
+    assert c["allocs"]["lean"]["vs_glibc"] == pytest.approx(2.0)
+    w2 = cases[("w2", "", 1)]
+    assert w2["allocs"]["fast"]["vs_glibc"] == pytest.approx(0.5)  # twice the rate
+    assert w2["allocs"]["lean"]["median"] is None
+    assert w2["allocs"]["lean"]["fails"] == ["killed by SIGSEGV"] * 3
+
+
+def test_allocator_summary_geomeans():
+    cases = report.summarize(fake_runs())
+    ref, s = report.allocator_summary(cases, ["glibc", "fast", "lean"])
+    assert ref == "glibc"
+    # fast: wall 0.5 (w1, both thread counts) and 0.5 (w2): geomean 0.5; RSS 3x, 3x, 1x.
+    assert s["fast"]["time_geomean"] == pytest.approx(0.5)
+    assert s["fast"]["rss_geomean"] == pytest.approx(3 ** (2 / 3))
+    # lean failed w2: excluded from the geomean, counted as failures.
+    assert s["lean"]["cases"] == 2 and s["lean"]["failed_runs"] == 3
+    assert s["lean"]["time_geomean"] == pytest.approx(2.0)
+
+
+def test_report_files(tmp_path):
+    data = {"meta": {"date": "2026-01-01 00:00 UTC", "command": "mtheap-bench run --quick",
+                     "machine": {"cores": 2}, "mode": "quick", "repeat": 3, "threads": "1,2",
+                     "allocators": {"glibc": None, "fast": "/x.so", "lean": "/y.so"},
+                     "skipped": [["mtheap", "not built"]]},
+            "runs": fake_runs()}
+    with open(tmp_path / "results.json", "w") as f:
+        json.dump(data, f)
+    p = drive("report", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert "w1 t=1" in p.stdout and "Summary" in p.stdout and "FAIL" in p.stdout
+    md = (tmp_path / "report.md").read_text()
+    assert "killed by SIGSEGV" in md and "skipped mtheap" in md and "| glibc |" in md
+    rows = (tmp_path / "results.csv").read_text().splitlines()
+    assert rows[0].startswith("workload,variant,threads,allocator")
+    assert len(rows) == 1 + len(data["runs"])
+    pytest.importorskip("matplotlib")
+    for png in ("scaling.png", "relative_time.png", "relative_rss.png"):
+        f = tmp_path / "plots" / png
+        assert f.exists() and f.read_bytes()[:4] == b"\x89PNG"
+
+
+# ---------------------------------------------------------------- runner and servers
+
+def test_runner_timeout_kills_process_group(tmp_path):
+    t0 = time.monotonic()
+    r = runner.run(["sh", "-c", "sleep 30 & sleep 30"], dict(os.environ), 0.5,
+                   str(tmp_path / "t"))
+    assert r.timed_out and time.monotonic() - t0 < 10
+    assert "timeout" in r.describe()
+
+
+def test_runner_reports_signal(tmp_path):
+    r = runner.run(["sh", "-c", "kill -SEGV $$"], dict(os.environ), 10, str(tmp_path / "s"))
+    assert not r.ok and "SIGSEGV" in r.describe()
+
+
+def test_server_that_exits_is_fail(tmp_path):
+    s = programs.Server(["sh", "-c", "echo cannot bind >&2; exit 1"], dict(os.environ),
+                        str(tmp_path / "srv"), programs.free_port(), lambda port: False)
+    with pytest.raises(programs.ServerError, match="exited at startup"):
+        s.start()
+    s.stop()
+
+
+def test_server_that_never_listens_is_fail_not_hang(tmp_path, monkeypatch):
+    monkeypatch.setattr(programs, "START_TIMEOUT", 1.0)
+    s = programs.Server(["sleep", "60"], dict(os.environ), str(tmp_path / "srv"),
+                        programs.free_port(), lambda port: programs._send(port, b"x", b"\n"))
+    t0 = time.monotonic()
+    with pytest.raises(programs.ServerError, match="did not answer"):
+        s.start()
+    res = s.stop()
+    assert time.monotonic() - t0 < 15
+    with pytest.raises(ProcessLookupError):
+        os.kill(s.proc.pid, 0)  # gone, and reaped
+    assert res is not None
+
+
+def test_end_to_end_small_run(tmp_path):
+    out = tmp_path / "res"
+    p = drive("run", "--smoke", "--build", BUILD, "--allocators", "glibc",
+              "--workloads", "threads-1k,general,rwlock-fairness", "--repeat", "2",
+              "--out", str(out), "--strict")
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert len(data["runs"]) == 2 * (2 + 1 + 3)
+    assert all(r["status"] == "ok" for r in data["runs"])
+    assert all(r["maxrss_kb"] > 0 and r["wall_s"] > 0 for r in data["runs"])
+    # Peak RSS is the workload's own, not the Python driver's (see tools/benchrun.c).
+    assert max(r["maxrss_kb"] for r in data["runs"] if r["workload"] == "threads-1k") < 12000
+    assert (out / "report.md").exists() and (out / "results.csv").exists()
+    assert "about" in p.stderr and "left" in p.stderr  # the progress line
+
+
+def test_failed_run_is_reported_not_dropped(tmp_path):
+    out = tmp_path / "res"
+    lib = os.path.join(BUILD, "bench", "libbenchcorrupt.so")
+    p = subprocess.run([sys.executable, DRIVER, "run", "--smoke", "--build", BUILD,
+                        "--allocators", "glibc,broken=" + lib, "--workloads", "threads-1k",
+                        "--out", str(out), "--strict"], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, BENCH_CORRUPT_EVERY="5"))
+    assert p.returncode == 1  # --strict
+    data = json.loads((out / "results.json").read_text())
+    bad = [r for r in data["runs"] if r["allocator"] == "broken"]
+    assert bad and all(r["status"] == "FAIL" and "selfcheck" in r["reason"] for r in bad)
+    assert "FAIL" in (out / "report.md").read_text()

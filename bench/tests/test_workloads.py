@@ -1,0 +1,128 @@
+"""Every C workload: --help, input validation, the self-check against a deliberately broken
+allocator, and a smoke run with tiny parameters under glibc and under mtheap."""
+
+import os
+import subprocess
+
+import pytest
+
+from conftest import BIN
+from mtheapbench import stats
+from mtheapbench.workloads import SMOKE, c_workloads
+
+WORKLOADS = {w.name: w for w in c_workloads()}
+NAMES = sorted(WORKLOADS)
+
+# Parameters that make enough allocations for the broken allocator (every 7th block) to hit a
+# block while the workload still owns it.
+SELFCHECK_ARGS = {
+    "large": ["-t", "1", "-i", "40", "--max-size", "1m"],
+    "mmap-lock": ["-t", "0", "-i", "20", "--file-mb", "8"],
+    "rwlock-fairness": ["-t", "2", "-d", "300", "-k", "nonrecursive"],
+}
+
+
+def binary(name):
+    p = os.path.join(BIN, name)
+    if not os.path.isfile(p):
+        pytest.fail("%s not built (cmake --build the bench targets)" % p)
+    return p
+
+
+def run(name, args, preload=None, env_extra=None, timeout=120):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    env.update(env_extra or {})
+    return subprocess.run([binary(name)] + [str(a) for a in args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def smoke_args(name):
+    w = WORKLOADS[name]
+    return w.args(SMOKE, 2, w.variants[-1])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_help(name):
+    p = run(name, ["--help"])
+    assert p.returncode == 0
+    assert "usage:" in p.stdout and "RESULT" in p.stdout
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("bad", [["--no-such-flag"], ["--threads=-5"], ["-t", "abc"],
+                                 ["-t"], ["stray-argument"]])
+def test_bad_input_exits_2(name, bad):
+    p = run(name, bad)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "error" in p.stderr
+    assert "RESULT" not in p.stdout
+
+
+def test_malloc_test_limits():
+    assert run("malloc_test", ["-n", "5001"]).returncode == 2   # the article's maximum
+    assert run("malloc_test", ["-c", "0", "-f", "0"]).returncode == 2  # would never end
+    p = run("malloc_test", ["-t", "1", "-n", "50", "-c", "2", "-l", "50", "-r", "-s", "1"])
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("sample ") == 2
+    assert stats.parse_output(p.stdout)[0][0]["metric"] == "loops_per_s"
+
+
+def test_rwlock_all_kinds():
+    p = run("rwlock-fairness", ["-t", "2", "-d", "200", "--timeout-ms", "50"])
+    assert p.returncode == 0, p.stderr
+    kinds = [r["kind"] for r in stats.parse_output(p.stdout)[0]]
+    assert kinds == ["default", "prefer-writer", "nonrecursive"]
+    assert run("rwlock-fairness", ["-k", "nonsense"]).returncode == 2
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_selfcheck_catches_corruption(name):
+    args = SELFCHECK_ARGS.get(name, smoke_args(name))
+    p = run(name, args, preload=os.path.join(BIN, "libbenchcorrupt.so"),
+            env_extra={"BENCH_CORRUPT_EVERY": "7"})
+    assert p.returncode == 3, "exit %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr)
+    assert "FAIL workload=%s reason=selfcheck" % name in p.stdout
+    assert "RESULT" not in p.stdout
+
+
+@pytest.mark.parametrize("name", ["threads-1k", "general", "realloc", "shbench"])
+def test_selfcheck_catches_overlapping_blocks(name):
+    p = run(name, smoke_args(name), preload=os.path.join(BIN, "libbenchcorrupt.so"),
+            env_extra={"BENCH_CORRUPT_EVERY": "7", "BENCH_CORRUPT_MODE": "overlap"})
+    assert p.returncode == 3, "exit %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr)
+    assert "reason=selfcheck" in p.stdout
+
+
+def check_smoke(name, preload):
+    shims = [os.path.join(BIN, "lib%s.so" % s) for s in WORKLOADS[name].preload_shims]
+    pre = ":".join(shims + ([preload] if preload else []))
+    p = run(name, smoke_args(name), preload=pre or None)
+    assert p.returncode == 0, "exit %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr)
+    assert "cannot be preloaded" not in p.stderr
+    results, fails = stats.parse_output(p.stdout)
+    assert not fails
+    assert len(results) == 1
+    r = results[0]
+    assert r["workload"] == name and r["value"] >= 0
+    return r
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_smoke_glibc(name):
+    check_smoke(name, None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_smoke_mtheap(name, mtheap):
+    check_smoke(name, mtheap)
+
+
+def test_mmap_lock_counts_through_shim():
+    r = check_smoke("mmap-lock", os.path.join("/usr/lib/x86_64-linux-gnu", "libmimalloc.so.2")
+                    if os.path.exists("/usr/lib/x86_64-linux-gnu/libmimalloc.so.2") else None)
+    assert r["count_source"] == "shim"
+    for k in ("mmap_calls", "munmap_calls", "madvise_calls", "p999_us", "max_us", "mean_us"):
+        assert k in r
