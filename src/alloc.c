@@ -139,6 +139,15 @@ void *mth_realloc(void *p, size_t size) {
     }
   } else {
     usable = page->block_size - (size_t)((uint8_t *)p - (uint8_t *)b);
+    mth_heap_t *heap = mth_tls_heap;
+    /* A large block of this thread grows over free slices behind it or gives back its tail:
+     * growth chains (vectors, string builders) then copy nothing. */
+    if (page->bin == MTH_BIN_LARGE && (void *)b == p && size > MTH_CLASS_MAX &&
+        size <= MTH_LARGE_MAX && MTH_RACY_GET(page->owner) == heap &&
+        mth_span_resize(heap, page, (size + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT)) {
+      MTH_RACY_ADD(heap->st_realloc_inplace, 1);
+      return p;
+    }
     if (size <= usable && size >= usable / 2) return p;
   }
   void *q = mth_malloc_fast(size);

@@ -298,6 +298,7 @@ MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page) {
 }
 MTH_HIDDEN mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t nslices, bool *is_zero);
 MTH_HIDDEN void mth_span_free(mth_heap_t *heap, mth_page_t *page);
+MTH_HIDDEN bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t nslices);
 MTH_HIDDEN void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force);
 MTH_HIDDEN void mth_segment_release_empty(mth_heap_t *heap);
 MTH_HIDDEN void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero);

@@ -90,6 +90,28 @@ static void mth_pages_add(size_t bytes, bool add) {
   }
 }
 
+/* Marks slices [idx, idx+n) of seg used, as slices k >= 1 of a span starting at first. */
+static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first, size_t idx,
+                             size_t n, bool *is_zero) {
+  uint64_t bits = mth_run_bits(idx, n);
+  if (seg->used_mask == 1) heap->empty_segs--;
+  seg->used_mask |= bits;
+  if (is_zero) *is_zero = (seg->dirty_mask & bits) == 0;
+  seg->dirty_mask &= ~bits;
+  if (seg->used_mask == ~(uint64_t)0) {
+    mth_seglist_remove(&heap->segs_avail, seg);
+    mth_seglist_push(&heap->segs_full, seg);
+    seg->on_full_list = true;
+  }
+  for (size_t k = idx; k < idx + n; k++) {
+    if (k == first) continue;
+    MTH_RACY_SET(seg->pages[k].slice_offset, (uint16_t)((k - first) * sizeof(mth_page_t)));
+    MTH_RACY_SET(seg->pages[k].flags, 0);
+    MTH_RACY_SET(seg->pages[k].owner, NULL);
+  }
+  mth_pages_add(n << MTH_SLICE_SHIFT, true);
+}
+
 mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
   mth_segment_t *seg;
   int idx = -1;
@@ -102,27 +124,12 @@ mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
     if (!seg) return NULL;
     idx = 1;
   }
-  uint64_t bits = mth_run_bits((size_t)idx, n);
-  if (seg->used_mask == 1) heap->empty_segs--;
-  seg->used_mask |= bits;
-  if (is_zero) *is_zero = (seg->dirty_mask & bits) == 0;
-  seg->dirty_mask &= ~bits;
-  if (seg->used_mask == ~(uint64_t)0) {
-    mth_seglist_remove(&heap->segs_avail, seg);
-    mth_seglist_push(&heap->segs_full, seg);
-    seg->on_full_list = true;
-  }
+  mth_slices_claim(heap, seg, (size_t)idx, (size_t)idx, n, is_zero);
   mth_page_t *page = &seg->pages[idx];
-  for (size_t k = 1; k < n; k++) {
-    MTH_RACY_SET(seg->pages[idx + k].slice_offset, (uint16_t)(k * sizeof(mth_page_t)));
-    MTH_RACY_SET(seg->pages[idx + k].flags, 0);
-    MTH_RACY_SET(seg->pages[idx + k].owner, NULL);
-  }
   MTH_RACY_SET(page->slice_offset, 0);
   page->slice_count = (uint8_t)n;
   MTH_RACY_SET(page->flags, 0);
   MTH_RACY_SET(page->owner, NULL);   /* set by mth_page_init */
-  mth_pages_add(n << MTH_SLICE_SHIFT, true);
   return page;
 }
 
@@ -139,16 +146,14 @@ static void mth_segment_purge_dirty(mth_segment_t *seg) {
   seg->purge_at_ms = 0;
 }
 
-void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
-  mth_segment_t *seg = mth_segment_of(page);
-  size_t idx = mth_page_index(page), n = page->slice_count;
+/* Returns slices [idx, idx+n) of seg to the free set (dirty, purged after the delay).
+ * False when that emptied the segment and it went back to the arena. */
+static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx, size_t n) {
   for (size_t k = idx; k < idx + n; k++) {
     MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
     MTH_RACY_SET(seg->pages[k].owner, NULL);
     MTH_RACY_SET(seg->pages[k].slice_offset, 0);
   }
-  page->free = page->local_free = NULL;
-  MTH_RACY_SET(page->used, 0);
   mth_pages_add(n << MTH_SLICE_SHIFT, false);
   uint64_t bits = mth_run_bits(idx, n);
   if (seg->on_full_list) {
@@ -160,7 +165,7 @@ void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
   seg->dirty_mask |= bits;
   if (seg->used_mask == 1 && ++heap->empty_segs > 1) {
     mth_segment_free(heap, seg);
-    return;
+    return false;
   }
   if (mth_opt.purge_delay_ms == 0) {
     mth_segment_purge_dirty(seg);
@@ -169,6 +174,30 @@ void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
     if (heap->purge_next_ms == 0 || seg->purge_at_ms < heap->purge_next_ms)
       heap->purge_next_ms = seg->purge_at_ms;
   }
+  return true;
+}
+
+void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
+  page->free = page->local_free = NULL;
+  MTH_RACY_SET(page->used, 0);
+  mth_slices_release(heap, mth_segment_of(page), mth_page_index(page), page->slice_count);
+}
+
+/* realloc of a large block by its owner: shrink the span by giving back its tail, or grow it
+ * over the free slices right behind it.  The block never moves, so nothing is copied; false
+ * when the slices behind are taken (the caller then copies). */
+bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t n) {
+  mth_segment_t *seg = mth_segment_of(page);
+  size_t idx = mth_page_index(page), have = page->slice_count;
+  if (n < have) {
+    mth_slices_release(heap, seg, idx + n, have - n);
+  } else if (n > have) {
+    if (idx + n > MTH_SLICES || (seg->used_mask & mth_run_bits(idx + have, n - have))) return false;
+    mth_slices_claim(heap, seg, idx, idx + have, n - have, NULL);
+  }
+  page->slice_count = (uint8_t)n;
+  MTH_RACY_SET(page->block_size, (uint32_t)(n << MTH_SLICE_SHIFT));
+  return true;
 }
 
 void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force) {

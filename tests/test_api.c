@@ -395,6 +395,30 @@ static void test_realloc(void) {
   T_FREE(hb2);
   T_FREE(spacer);
 
+  /* A large block (128 KiB..2 MiB) is resized in its span: shrinking gives the tail slices
+   * back and never moves; growing over the slices it just gave back cannot move either (this
+   * thread allocated nothing in between), so no byte is copied either way. */
+  void *lb = T_MALLOC(VZ((size_t)1 << 20));
+  TCHECK(lb != NULL);
+  th_fill_seed(lb, (size_t)1 << 20, 91);
+  th_stats(&h0);
+  void *lb2 = T_REALLOC(lb, VZ(200000));
+  TCHECKF(lb2 == lb, "shrinking a 1 MiB block to 200000 bytes moved it (%p -> %p)", lb, lb2);
+  TCHECKF(T_USABLE_SIZE(lb2) == (size_t)256 << 10, "shrunk large block: usable %zu, want 256 KiB",
+          T_USABLE_SIZE(lb2));
+  th_verify_seed(lb2, 200000, (size_t)1 << 20, 91);
+  void *lb3 = T_REALLOC(lb2, VZ((size_t)1 << 20));
+  TCHECKF(lb3 == lb, "growing back over its own freed tail moved the block (%p -> %p)", lb, lb3);
+  TCHECKF(T_USABLE_SIZE(lb3) == (size_t)1 << 20, "regrown large block: usable %zu", T_USABLE_SIZE(lb3));
+  th_verify_seed(lb3, 200000, (size_t)1 << 20, 91);
+  th_fill_seed(lb3, (size_t)1 << 20, 92);
+  th_stats(&h1);
+  TCHECKF(h1.reallocs_in_place >= h0.reallocs_in_place + 2, "large in-place reallocs not counted "
+          "(%" PRIu64 " -> %" PRIu64 ")", h0.reallocs_in_place, h1.reallocs_in_place);
+  TCHECKF(h1.in_use <= h0.in_use, "in_use grew across shrink+regrow: %zu -> %zu", h0.in_use, h1.in_use);
+  th_verify_seed(lb3, (size_t)1 << 20, (size_t)1 << 20, 92);
+  T_FREE(lb3);
+
   /* realloc(p, 0) frees p and returns NULL, like glibc. */
   struct mtheap_stats s0, s1;
   void *z = T_MALLOC(VZ(1000));
