@@ -14,6 +14,15 @@ KNOWN = {
     "mimalloc": LIBDIR + "/libmimalloc.so.2",
     "tbbmalloc": LIBDIR + "/libtbbmalloc_proxy.so.2",
     "mtheap": None,  # <build>/src/libmtheap.so, filled in by resolve()
+    # The heap-debugging library (not in the default set): its full mode, and the sampled
+    # guard-page mode meant for production.  Leaks are not checked: the cost measured is the
+    # checking while the program runs.
+    "mtheap-debug": None,
+    "mtheap-guard": None,
+}
+DEBUG_ENV = {
+    "mtheap-debug": {"MTHEAP_DEBUG": "full,-leaks"},
+    "mtheap-guard": {"MTHEAP_DEBUG": "sample=1000"},
 }
 PACKAGES = {
     "jemalloc": "libjemalloc2",
@@ -29,9 +38,10 @@ class AllocatorError(Exception):
 
 
 class Allocator:
-    def __init__(self, name, path):
+    def __init__(self, name, path, env=None):
         self.name = name
         self.path = path  # None for glibc: nothing preloaded
+        self.env = dict(env or {})  # variables the allocator is run with (debug modes)
 
     def preload(self, extra_before=()):
         """The LD_PRELOAD value: helper shims first, so their symbols win, then the allocator."""
@@ -46,6 +56,13 @@ class Allocator:
 
 def mtheap_path(build_dir):
     return os.path.join(os.path.abspath(build_dir), "src", "libmtheap.so")
+
+
+def build_path(name, build_dir):
+    """This build's library for mtheap and its debug modes."""
+    if name in DEBUG_ENV:
+        return os.path.join(os.path.abspath(build_dir), "src", "debug", "libmtheap-debug.so")
+    return mtheap_path(build_dir)
 
 
 def is_elf_shared(path):
@@ -96,10 +113,11 @@ def resolve(spec, build_dir):
                                      % (name, path, err))
         elif item in KNOWN:
             name = item
-            path = mtheap_path(build_dir) if name == "mtheap" else KNOWN[name]
+            mine = name == "mtheap" or name in DEBUG_ENV
+            path = build_path(name, build_dir) if mine else KNOWN[name]
             if path is not None and not os.path.isfile(path):
-                if name == "mtheap":
-                    why = "%s not built (cmake --build %s --target mtheap)" % (path, build_dir)
+                if mine:
+                    why = "%s not built (cmake --build %s)" % (path, build_dir)
                 else:
                     why = "%s missing (apt-get install %s)" % (path, PACKAGES[name])
                 skipped.append((name, why))
@@ -115,5 +133,5 @@ def resolve(spec, build_dir):
         if name in seen:
             raise AllocatorError("allocator %s given twice" % name)
         seen.add(name)
-        out.append(Allocator(name, path))
+        out.append(Allocator(name, path, DEBUG_ENV.get(name)))
     return out, skipped

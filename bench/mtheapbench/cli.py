@@ -287,14 +287,21 @@ def cmd_list(a):
         print("  %-16s %s [%s]" % (w.name, w.description, ", ".join(tags)))
     print("\nAllocators:")
     for name in allocators.KNOWN:
-        path = allocators.mtheap_path(a.build) if name == "mtheap" else allocators.KNOWN[name]
+        mine = name == "mtheap" or name in allocators.DEBUG_ENV
+        path = allocators.build_path(name, a.build) if mine else allocators.KNOWN[name]
         if path is None:
             state = "built in (no preload)"
         elif os.path.isfile(path):
             state = path
         else:
             state = "%s (missing)" % path
-        print("  %-10s %s" % (name, state))
+        env = " ".join("%s=%s" % kv for kv in allocators.DEBUG_ENV.get(name, {}).items())
+        extra = []
+        if env:
+            extra.append("with " + env)
+        if name not in allocators.DEFAULT:
+            extra.append("not in the default set")
+        print("  %-13s %s%s" % (name, state, " (%s)" % "; ".join(extra) if extra else ""))
     print("  name=/path/lib.so  any other malloc library")
     return 0
 

@@ -148,7 +148,7 @@ class ServerWorkload(ProgramWorkload):
         timeout = timeout or self.timeout(mode)
         port = free_port()
         scmd = self.server_cmd(port, mode)
-        server = Server(scmd, base_env(self.preload_for(ctx, alloc)), log_base + ".server",
+        server = Server(scmd, base_env(self.preload_for(ctx, alloc), alloc.env), log_base + ".server",
                         port, self.probe)
         ccmd = self.client_cmd(port, mode)
         rec["cmd"] = " ".join(scmd) + " ; " + " ".join(ccmd)
@@ -297,7 +297,7 @@ class ScriptWorkload(ProgramWorkload):
                        wall_s=0, user_s=0, sys_s=0, maxrss_kb=0, cmd="")
             return rec
         cmd = self.cmd(ctx, mode)
-        env = base_env(alloc.preload())
+        env = base_env(alloc.preload(), alloc.env)
         env.update(self.env_extra())
         res = runner.run(cmd, env, timeout or self.timeout(mode), log_base)
         rec.update(record_from_process(res, None))
@@ -367,7 +367,7 @@ SELECT 'C', count(*) FROM t a JOIN t b ON a.id = b.id + 1 WHERE a.grp = b.grp + 
         with open(sql, "w") as f:
             f.write(self.SQL.format(n=n))
         cmd = ["sqlite3", "-batch", ":memory:", ".read %s" % sql]
-        res = runner.run(cmd, base_env(alloc.preload()), timeout or self.timeout(mode), log_base)
+        res = runner.run(cmd, base_env(alloc.preload(), alloc.env), timeout or self.timeout(mode), log_base)
         rec.update(record_from_process(res, None))
         rec["cmd"] = " ".join(cmd)
         reason = fail_reason(res, [])

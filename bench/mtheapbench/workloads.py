@@ -27,15 +27,17 @@ class Context:
         return os.path.join(self.bin_dir, "lib%s.so" % name)
 
 
-def base_env(preload):
+def base_env(preload, alloc_env=None):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if preload:
         env["LD_PRELOAD"] = preload
     # A preloaded allocator's own tuning variables would make runs incomparable.
     for k in list(env):
-        if k.startswith(("MALLOC_", "GLIBC_TUNABLES", "MIMALLOC_", "JE_MALLOC", "TCMALLOC_")):
+        if k.startswith(("MALLOC_", "GLIBC_TUNABLES", "MIMALLOC_", "JE_MALLOC", "TCMALLOC_",
+                         "MTHEAP_")):
             env.pop(k)
+    env.update(alloc_env or {})
     return env
 
 
@@ -143,7 +145,7 @@ class CWorkload(Workload):
     def run(self, ctx, alloc, threads, variant, mode, log_base, timeout=None):
         cmd = [ctx.binary(self.binary)] + self.args(mode, threads, variant)
         shims = [ctx.shim(s) for s in self.preload_shims]
-        env = base_env(alloc.preload(shims))
+        env = base_env(alloc.preload(shims), alloc.env)
         res = runner.run(cmd, env, timeout or self.timeout(mode), log_base)
         rec = record_from_process(res, None)
         rec["cmd"] = " ".join(cmd)
@@ -280,7 +282,7 @@ class MmapSyscalls(Workload):
                    ctx.binary("mmap-lock"), "-t", "0", "-i", str(it), "--drop-ms", "0",
                    "--file-mb", "8"]
             # strace itself must not run under the allocator: it passes LD_PRELOAD on via env.
-            res = runner.run(cmd, base_env(alloc.preload()), timeout or self.timeout(mode),
+            res = runner.run(cmd, base_env(alloc.preload(), alloc.env), timeout or self.timeout(mode),
                              "%s.%s" % (log_base, tag))
             if tag == "long":
                 rec.update(record_from_process(res, None))
@@ -305,7 +307,64 @@ class MmapSyscalls(Workload):
         return rec
 
 
+class PlockstatCost(Workload):
+    """What plockstat adds to an uncontended mutex lock+unlock pair: bench/workloads/lock-pairs
+    run bare, under `plockstat -C` and under `plockstat -H`, interleaved round by round, the
+    medians compared.  Not an allocator test (glibc's malloc only); its time is not a speed."""
+
+    name = "plockstat-cost"
+    allocator_independent = True
+    in_summary = False
+    once = True
+    description = ("ns that plockstat -C and -H add to an uncontended mutex lock+unlock pair "
+                   "(lock-pairs bare and under plockstat, interleaved)")
+    MODES = (("bare", []), ("C", ["-C"]), ("H", ["-H"]))
+
+    def est_seconds(self, mode):
+        return {QUICK: 4.0, FULL: 12.0, SMOKE: 2.0}[mode]
+
+    def fixed_threads(self, ctx, mode):
+        return 2
+
+    def run(self, ctx, alloc, threads, variant, mode, log_base, timeout=None):
+        import statistics
+        plockstat = os.path.join(ctx.build_dir, "src", "plockstat", "plockstat")
+        exe = ctx.binary("lock-pairs")
+        rec = {"cmd": "", "wall_s": 0.0, "user_s": 0.0, "sys_s": 0.0, "maxrss_kb": 0}
+        for need in (plockstat, exe):
+            if not os.access(need, os.X_OK):
+                rec.update(status="FAIL", reason="%s not built" % need)
+                return rec
+        pairs = {QUICK: 3000000, FULL: 10000000, SMOKE: 200000}[mode]
+        rounds = {QUICK: 3, FULL: 5, SMOKE: 1}[mode]
+        got = {m: [] for m, _ in self.MODES}
+        for r in range(rounds):
+            for m, flags in self.MODES:
+                report = "%s.%s%d.plockstat" % (log_base, m, r)
+                cmd = [exe, "-n", str(pairs), "-r", "3"]
+                if flags:
+                    cmd = [plockstat] + flags + ["-o", report] + cmd
+                res = runner.run(cmd, base_env(alloc.preload(), alloc.env),
+                                 timeout or self.timeout(mode), "%s.%s%d" % (log_base, m, r))
+                sub = finish_record(record_from_process(res, None), res)
+                for k in ("wall_s", "user_s", "sys_s"):
+                    rec[k] += sub[k]
+                rec["maxrss_kb"] = max(rec["maxrss_kb"], sub["maxrss_kb"])
+                rec["cmd"] = " ".join(cmd)
+                if sub["status"] != "ok":
+                    rec.update(status="FAIL", reason="%s: %s" % (m, sub["reason"]))
+                    return rec
+                got[m].append(sub["value"])
+        med = {m: statistics.median(v) for m, v in got.items()}
+        extra = {"bare_ns": round(med["bare"], 2), "C_ns": round(med["C"], 2),
+                 "H_ns": round(med["H"], 2), "H_added_ns": round(med["H"] - med["bare"], 2),
+                 "rounds": rounds}
+        rec.update(status="ok", reason="", metric="C_added_ns_per_pair",
+                   value=med["C"] - med["bare"], unit="ns", better="lower", extra=extra)
+        return rec
+
+
 def registry():
     from . import programs
-    ws = c_workloads() + [MmapSyscalls()] + programs.program_workloads()
+    ws = c_workloads() + [MmapSyscalls(), PlockstatCost()] + programs.program_workloads()
     return {w.name: w for w in ws}

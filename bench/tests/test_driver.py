@@ -310,3 +310,44 @@ def test_failed_run_is_reported_not_dropped(tmp_path):
     bad = [r for r in data["runs"] if r["allocator"] == "broken"]
     assert bad and all(r["status"] == "FAIL" and "selfcheck" in r["reason"] for r in bad)
     assert "FAIL" in (out / "report.md").read_text()
+
+
+def test_debug_allocators_carry_their_mode(monkeypatch):
+    from mtheapbench.workloads import base_env
+    monkeypatch.setenv("MTHEAP_PURGE_DELAY_MS", "5")   # a caller's tuning must not leak in
+    allocs, skipped = allocators.resolve("mtheap,mtheap-debug,mtheap-guard", BUILD)
+    assert not skipped, skipped
+    plain, full, guard = allocs
+    assert plain.path.endswith("/src/libmtheap.so") and plain.env == {}
+    assert full.path.endswith("/libmtheap-debug.so") and guard.path == full.path
+    env = base_env(full.preload(), full.env)
+    assert env["MTHEAP_DEBUG"] == "full,-leaks" and env["LD_PRELOAD"] == full.path
+    assert "MTHEAP_PURGE_DELAY_MS" not in env
+    assert base_env(guard.preload(), guard.env)["MTHEAP_DEBUG"].startswith("sample=")
+    assert "MTHEAP_DEBUG" not in base_env(plain.preload(), plain.env)
+    assert "mtheap-debug" not in allocators.DEFAULT   # opt-in: make bench compares allocators
+
+
+def test_debug_allocators_run(tmp_path):
+    out = tmp_path / "res"
+    p = drive("run", "--smoke", "--build", BUILD, "--allocators", "mtheap-debug,mtheap-guard",
+              "--workloads", "threads-1k,realloc,larson", "--out", str(out), "--strict")
+    assert p.returncode == 0, p.stdout + p.stderr
+    data = json.loads((out / "results.json").read_text())
+    assert {r["allocator"] for r in data["runs"]} == {"mtheap-debug", "mtheap-guard"}
+    assert all(r["status"] == "ok" for r in data["runs"])
+
+
+def test_plockstat_cost_runs_under_plockstat(tmp_path):
+    out = tmp_path / "res"
+    p = drive("run", "--smoke", "--build", BUILD, "--workloads", "plockstat-cost",
+              "--out", str(out), "--strict")
+    assert p.returncode == 0, p.stdout + p.stderr
+    runs = json.loads((out / "results.json").read_text())["runs"]
+    assert [r["allocator"] for r in runs] == ["glibc"]   # a lock test: one run, not per allocator
+    r = runs[0]
+    assert r["status"] == "ok" and r["metric"] == "C_added_ns_per_pair"
+    assert r["extra"]["bare_ns"] > 0 and r["extra"]["C_ns"] > 0 and r["extra"]["H_ns"] > 0
+    # The -C and -H runs really ran under plockstat: each left its report.
+    reports = list((out / "logs").glob("*.plockstat"))
+    assert len(reports) == 2 and all(f.stat().st_size > 0 for f in reports), reports

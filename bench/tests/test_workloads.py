@@ -126,3 +126,16 @@ def test_mmap_lock_counts_through_shim():
     assert r["count_source"] == "shim"
     for k in ("mmap_calls", "munmap_calls", "madvise_calls", "p999_us", "max_us", "mean_us"):
         assert k in r
+
+
+def test_lock_pairs():
+    assert run("lock-pairs", ["--help"]).returncode == 0
+    for bad in (["-n", "0"], ["-r", "x"], ["--single-thread=3"], ["extra"]):
+        p = run("lock-pairs", bad)
+        assert p.returncode == 2 and "error" in p.stderr, bad
+    for args in (["-n", "100000", "-r", "2"], ["-n", "100000", "--single-thread"]):
+        p = run("lock-pairs", args)
+        assert p.returncode == 0, p.stderr
+        r = stats.parse_output(p.stdout)[0][0]
+        assert r["metric"] == "ns_per_pair" and 0 < r["value"] < 10000
+    assert r["threads"] == 1   # --single-thread: no idle thread
