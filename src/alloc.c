@@ -13,6 +13,20 @@ static mth_heap_t *mth_heap(void) {
 }
 
 void *mth_malloc_slow(size_t size) {
+  /* Sizes above the direct table (1 KiB) up to the largest class: the first page of the bin,
+   * as the fast path would.  The empty heap's bins are all empty, so a thread without a heap
+   * falls through to get one. */
+  if (size <= MTH_CLASS_MAX && size > MTH_SMALL_MAX) {
+    mth_heap_t *h = mth_tls_heap;
+    mth_page_t *page = h->bins[mth_bin_of(size)].first;
+    mth_block_t *b;
+    if (page && (b = page->free) != NULL) {
+      page->free = b->next;
+      MTH_RACY_ADD(page->used, 1);
+      MTH_RACY_ADD(page->nmalloc, 1);
+      return b;
+    }
+  }
   mth_heap_t *heap = mth_heap();
   void *p = NULL;
   if (MTH_LIKELY(heap != NULL && size <= MTH_MAX_ALLOC)) p = mth_page_alloc_slow(heap, size);
