@@ -112,7 +112,7 @@ class Workload:
 
 class CWorkload(Workload):
     def __init__(self, name, description, args, scaling=False, est=(1.0, 3.0), preload_shims=(),
-                 variants=("",), allocator_independent=False):
+                 variants=("",), allocator_independent=False, threads=None, timed=True):
         self.name = name
         self.binary = name
         self.description = description
@@ -122,7 +122,12 @@ class CWorkload(Workload):
         self.preload_shims = preload_shims
         self.variants = variants
         self.allocator_independent = allocator_independent
-        self.in_summary = not allocator_independent
+        # timed=False: the run lasts a fixed time, so its wall time says nothing about speed
+        self.in_summary = timed and not allocator_independent
+        self._threads = threads
+
+    def fixed_threads(self, ctx, mode):
+        return self._threads or ctx.ncpus
 
     def est_seconds(self, mode):
         return {QUICK: self._est[0], FULL: self._est[1], SMOKE: 0.3}[mode]
@@ -227,9 +232,12 @@ def c_workloads():
         lambda m, t, v: ["-t", t, "-i", _q(m, 120, 400, 3)] + (
             ["--max-size", "4m"] if m == SMOKE else []),
         est=(0.7, 2.0)))
+    W.append(CWorkload(
+        "rss-return", "a 1 GiB peak (64 B..32 MiB blocks) freed but 1 in 100 blocks, then a "
+        "little work every ms: % of the peak still resident after 3 s",
+        lambda m, t, v: ["-t", t, "-s", _q(m, 1024, 1024, 32), "-w", _q(m, 3000, 3000, 300)],
+        est=(4.5, 4.5), threads=1, timed=False))
     return W
-
-
 
 
 class MmapSyscalls(Workload):

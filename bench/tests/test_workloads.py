@@ -139,3 +139,19 @@ def test_lock_pairs():
         r = stats.parse_output(p.stdout)[0][0]
         assert r["metric"] == "ns_per_pair" and 0 < r["value"] < 10000
     assert r["threads"] == 1   # --single-thread: no idle thread
+
+
+def test_rss_return_tells_returners_from_keepers(mtheap):
+    """The metric discriminates: mtheap with no purge delay gives a freed peak back at once;
+    tcmalloc (which keeps freed spans mapped and resident) keeps nearly all of it."""
+    args = ["-s", "64", "-w", "300", "-k", "100"]
+    p = run("rss-return", args, preload=mtheap, env_extra={"MTHEAP_PURGE_DELAY_MS": "0"})
+    assert p.returncode == 0, p.stderr
+    r = stats.parse_output(p.stdout)[0][0]
+    assert r["metric"] == "rss_left_pct" and float(r["peak_mb"]) >= 60
+    assert r["value"] < 25, r
+    tc = "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"
+    assert os.path.exists(tc), "scripts/deps.sh installs libtcmalloc-minimal4"
+    p = run("rss-return", args, preload=tc)
+    assert p.returncode == 0, p.stderr
+    assert stats.parse_output(p.stdout)[0][0]["value"] > 50
