@@ -531,6 +531,36 @@ def t_installed():
     check(prefix in p.stdout, "-V does not show the installed library: %s" % p.stdout[:200])
 
 
+def t_heap_contention():
+    """Reference 003's heap-contention example: libmtmalloc's `general` under a malloc with one
+    global lock (bench/shims/lockedmalloc.c: glibc's allocator behind a pthread mutex, as
+    Solaris libc had; glibc's own arena locks are internal and invisible to any preload tool),
+    then under libmtheap, where that lock is gone."""
+    general, locked, mtheap = (os.environ.get(k) for k in ("PS_GENERAL", "PS_LOCKED", "PS_MTHEAP"))
+    check(general and locked and mtheap, "PS_GENERAL, PS_LOCKED and PS_MTHEAP must be set")
+    args = [general, "-t", "4", "-n", "200000"]
+    env = dict(os.environ, LD_PRELOAD=locked)
+    out, _, doc = plockstat(["-C", "-s", "8"] + J() + args, env=env)
+    check("RESULT workload=general" in out, "general did not finish")
+    p = only_proc(doc)
+    e = by_lock(p, "Mutex block", "liblockedmalloc.so`libc_malloc_lock")
+    check(e, "the malloc lock is not in the report: %s" % [x["lock"]["name"] for x in
+                                                           entries(p, "Mutex block")])
+    check(sum(x["count"] for x in e) >= 4, "only %d blocks on the malloc lock with 4 threads"
+          % sum(x["count"] for x in e))
+    stacks = [[f["name"] for f in x["stack"]] for x in e]
+    check(any(n.startswith("liblockedmalloc.so`malloc+") or n.startswith("liblockedmalloc.so`free+")
+              for st in stacks for n in st[:1]), "callers are not malloc/free: %s" % stacks[:2])
+    check(any(any(n.startswith("general`worker+") for n in st) for st in stacks),
+          "no stack reaches general`worker: %s" % stacks[:2])
+    env = dict(os.environ, LD_PRELOAD=mtheap)
+    out, _, doc = plockstat(["-C"] + J() + args, env=env)
+    check("RESULT workload=general" in out, "general did not finish under libmtheap")
+    p = only_proc(doc)
+    left = [x["lock"]["name"] for x in entries(p, "Mutex block")]
+    check(not left, "locks still block under libmtheap: %s" % left)
+
+
 TESTS = {n[2:]: f for n, f in globals().items() if n.startswith("t_")}
 
 
