@@ -177,14 +177,17 @@ void *mth_arena_find_head(const void *p) {
 
 /* Give dirty free runs back to the OS.  madvise runs outside the lock: the slots are marked
  * busy (not free) meanwhile, so nobody allocates them while they are being dropped. */
+bool mth_arena_purge_pending(void) {
+  return atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed) != 0;
+}
+
 void mth_arena_purge(bool force) {
   if (mth_opt.purge_delay_ms < 0 && !force) return;
+  uint64_t due = atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed);
+  if (!force && due == 0) return;   /* nothing waits: do not even read the clock */
   uint64_t now = mth_clock_ms();
   uint64_t delay = mth_opt.purge_delay_ms < 0 ? 0 : (uint64_t)mth_opt.purge_delay_ms;
-  if (!force) {
-    uint64_t due = atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed);
-    if (due == 0 || now < due) return;
-  }
+  if (!force && now < due) return;
   enum { MAXRUNS = 64 };
   struct { uint8_t *p; size_t n; } runs[MAXRUNS];
   for (;;) {

@@ -165,14 +165,19 @@ void mth_heaps_collect_abandoned(void) {
 }
 
 /* Called on slow paths.  Remote frees are drained every time (a relaxed load when there are
- * none); the clock is read only every 64th call. */
+ * none).  Every 8th call looks for purge work, and reads the clock only if some is waiting
+ * (in this heap or in the arena): a thread whose allocations mostly hit the fast path still
+ * purges within a fraction of a second of the deadline, and one with nothing to purge pays
+ * two loads. */
 void mth_heap_tick(mth_heap_t *heap) {
   if (atomic_load_explicit(&heap->remote, memory_order_relaxed)) mth_heap_drain_remote(heap);
-  if ((++heap->ticks & 63) != 0) return;
-  uint64_t now = mth_clock_ms();
-  if (heap->purge_next_ms && now >= heap->purge_next_ms) mth_segments_purge(heap, now, false);
+  if ((++heap->ticks & 7) != 0) return;
+  if (heap->purge_next_ms) {
+    uint64_t now = mth_clock_ms();
+    if (now >= heap->purge_next_ms) mth_segments_purge(heap, now, false);
+  }
   mth_arena_purge(false);
-  if ((heap->ticks & 4095) == 0) mth_heaps_collect_abandoned();
+  if ((heap->ticks & 511) == 0) mth_heaps_collect_abandoned();
 }
 
 void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg) {

@@ -248,6 +248,7 @@ MTH_HIDDEN void mth_arena_free(void *start, size_t nslots, bool clean);
 MTH_HIDDEN bool mth_arena_try_extend(void *start, size_t nslots, size_t new_nslots);
 MTH_HIDDEN void *mth_arena_find_head(const void *p);
 MTH_HIDDEN void mth_arena_purge(bool force);
+MTH_HIDDEN bool mth_arena_purge_pending(void);
 MTH_HIDDEN bool mth_arena_contains(const void *p);
 MTH_HIDDEN void mth_arena_fork_prepare(void);
 MTH_HIDDEN void mth_arena_fork_parent(void);
@@ -316,6 +317,7 @@ MTH_INLINE void mth_segment_publish(mth_segment_t *seg) {
 
 /* ---- pages (page.c) ---- */
 MTH_HIDDEN void *mth_page_alloc_slow(mth_heap_t *heap, size_t size);
+MTH_HIDDEN mth_block_t *mth_page_recycle(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void *mth_page_alloc_zero(mth_heap_t *heap, size_t size);
 MTH_HIDDEN void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_page_retire(mth_heap_t *heap, mth_page_t *page);

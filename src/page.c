@@ -85,6 +85,23 @@ static void mth_page_extend(mth_page_t *page) {
   page->capacity = (uint16_t)(page->capacity + n);
 }
 
+/* The page's allocation list ran dry: the owner's frees become the new list.  A list shorter
+ * than MTH_RECYCLE_MIN bytes also gets the page's next uncarved chunk, if it has one: otherwise
+ * a thread that keeps few blocks of a class live comes back here every few mallocs (with 1 KiB
+ * blocks: every third).  Only when short, so a page is not carved (made resident) further than
+ * its use needs.  Precondition: page->free == NULL, page->local_free != NULL. */
+#define MTH_RECYCLE_MIN ((size_t)16 << 10)
+mth_block_t *mth_page_recycle(mth_heap_t *heap, mth_page_t *page) {
+  mth_page_flush_stats(heap, page);
+  page->free = page->local_free;
+  page->local_free = NULL;
+  /* every free block of the page is on the list now: capacity - used of them */
+  if (page->capacity < page->reserved &&
+      (size_t)(page->capacity - page->used) * page->block_size < MTH_RECYCLE_MIN)
+    mth_page_extend(page);
+  return page->free;
+}
+
 static mth_page_t *mth_page_new(mth_heap_t *heap, size_t bin) {
   size_t bs = mth_bin_size(bin);
   mth_page_t *page = mth_span_alloc(heap, mth_bin_slices(bs), NULL);
@@ -103,12 +120,7 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
     if (page->free) break;
     mth_page_flush_stats(heap, page);
     if (page->local_free) {
-      page->free = page->local_free;
-      page->local_free = NULL;
-      /* A page that is not fully carved yet also gets its next chunk: otherwise a thread
-       * that keeps few blocks of a class live recycles the same handful through this slow
-       * path every few mallocs (with 1 KiB blocks: every third). */
-      if (page->capacity < page->reserved) mth_page_extend(page);
+      mth_page_recycle(heap, page);
       break;
     }
     if (page->capacity < page->reserved) {
