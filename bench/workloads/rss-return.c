@@ -14,7 +14,8 @@
 #include "../common.h"
 
 static const char *W = "rss-return";
-static long long nthreads = 1, total_mb = 1024, watch_ms = 3000, keep_every = 100;
+static long long nthreads = 1, total_mb = 1024, watch_ms = 3000, keep_every = 100,
+                 max_size = 1 << 20;
 
 static size_t rss_bytes(void) {
   FILE *f = fopen("/proc/self/statm", "r");
@@ -30,10 +31,13 @@ static _Atomic size_t peak_rss;
 static struct blk *kept[64];     /* survivors, per thread; freed after the watch */
 static size_t nkept[64];
 
+/* Log-uniform in 64 B..max_size; with the default 1 MiB maximum, also one block in 256 of
+ * 4..32 MiB.  A small maximum (4 KiB) is a peak of small objects only, the case an allocator
+ * that hands big blocks straight to mmap cannot fall back on. */
 static size_t pick(struct bench_rng *r) {
-  if (bench_rand(r) % 256 == 0) return bench_range(r, 4 << 20, 32 << 20);
+  if (max_size >= (1 << 20) && bench_rand(r) % 256 == 0) return bench_range(r, 4 << 20, 32 << 20);
   double u = (double)(bench_rand(r) >> 11) / 9007199254740992.0;
-  return (size_t)(64.0 * __builtin_exp(u * __builtin_log((double)(1 << 20) / 64.0)));
+  return (size_t)(64.0 * __builtin_exp(u * __builtin_log((double)max_size / 64.0)));
 }
 
 static void note_peak(void) {
@@ -81,6 +85,7 @@ int main(int argc, char **argv) {
       {'s', "size-mb", BOPT_INT, &total_mb, NULL, 1, 1 << 20, "peak in MiB"},
       {'w', "watch-ms", BOPT_INT, &watch_ms, NULL, 1, 600000, "how long to watch the RSS afterwards"},
       {'k', "keep-every", BOPT_INT, &keep_every, NULL, 0, 1000000, "keep one block in K live (0: none)"},
+      {'m', "max-size", BOPT_INT, &max_size, NULL, 64, 1 << 30, "largest block (log-uniform from 64 B)"},
       {0}};
   bench_parse(argc, argv, W,
               "Allocate and free a large peak, keep working a little, watch RSS fall (or not).",
