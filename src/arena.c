@@ -177,10 +177,6 @@ void *mth_arena_find_head(const void *p) {
 
 /* Give dirty free runs back to the OS.  madvise runs outside the lock: the slots are marked
  * busy (not free) meanwhile, so nobody allocates them while they are being dropped. */
-bool mth_arena_purge_pending(void) {
-  return atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed) != 0;
-}
-
 void mth_arena_purge(bool force) {
   if (mth_opt.purge_delay_ms < 0 && !force) return;
   uint64_t due = atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed);

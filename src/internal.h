@@ -248,7 +248,6 @@ MTH_HIDDEN void mth_arena_free(void *start, size_t nslots, bool clean);
 MTH_HIDDEN bool mth_arena_try_extend(void *start, size_t nslots, size_t new_nslots);
 MTH_HIDDEN void *mth_arena_find_head(const void *p);
 MTH_HIDDEN void mth_arena_purge(bool force);
-MTH_HIDDEN bool mth_arena_purge_pending(void);
 MTH_HIDDEN bool mth_arena_contains(const void *p);
 MTH_HIDDEN void mth_arena_fork_prepare(void);
 MTH_HIDDEN void mth_arena_fork_parent(void);
