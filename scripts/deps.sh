@@ -5,6 +5,7 @@ set -euo pipefail
 
 pkgs=(cmake ninja-build gcc g++ make python3 pkg-config valgrind
       git perl sqlite3 coreutils strace procps
+      openjdk-17-jdk-headless   # tests: a JVM under LD_PRELOAD (javac + java)
       libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2
       redis-server memcached libmemcached-tools
       libdw-dev)   # plockstat: DWARF source lines in reports (elfutils)

@@ -13,7 +13,9 @@ do: coreutils close stderr at exit, before the report is written.
 
 Workloads: python3 (dicts, lists, strings; prints a hash), git (init, commits, log, gc),
 gcc (compile and run a small C program), sort (a generated 200,000-line file), perl (a
-hash-heavy one-liner), sqlite3 (a SQL script).
+hash-heavy one-liner), sqlite3 (a SQL script), java (javac compiles a program that HotSpot
+then runs in four worker threads: hash maps, strings, zlib through JNI; the JVM's own GC, JIT
+and signal-based safepoint machinery all run on top of the preloaded malloc).
 """
 import difflib
 import hashlib
@@ -82,6 +84,48 @@ VACUUM;
 SELECT count(*) FROM t;
 '''
 
+JAVA_PROGRAM = r'''
+import java.util.*;
+import java.util.concurrent.*;
+import java.util.zip.*;
+public class Work {
+  public static void main(String[] args) throws Exception {
+    ExecutorService ex = Executors.newFixedThreadPool(4);
+    List<Future<Long>> fs = new ArrayList<>();
+    for (int t = 0; t < 4; t++) {
+      final int s = t;
+      fs.add(ex.submit(() -> {
+        long h = s;
+        HashMap<String, int[]> m = new HashMap<>();
+        for (int i = 0; i < 200000; i++) {
+          m.put("k" + (i % 40000), new int[i % 17]);
+          h = h * 31 + m.size();
+        }
+        byte[] in = new byte[1 << 20];
+        for (int i = 0; i < in.length; i++) in[i] = (byte) (i * (s + 1) % 251);
+        Deflater d = new Deflater();   // native zlib: its buffers come from malloc
+        d.setInput(in);
+        d.finish();
+        byte[] out = new byte[1 << 21];
+        int n = d.deflate(out);
+        d.end();
+        Inflater f = new Inflater();
+        f.setInput(out, 0, n);
+        byte[] back = new byte[in.length];
+        int k = f.inflate(back);
+        f.end();
+        if (k != in.length || !Arrays.equals(in, back)) throw new IllegalStateException("zlib round trip");
+        return h + n;
+      }));
+    }
+    long total = 0;
+    for (Future<Long> f : fs) total += f.get();
+    ex.shutdown();
+    System.out.println("result " + total);
+  }
+}
+'''
+
 PERL = (r'my %h; for my $i (1..300000) { $h{"key$i"} = "v" x ($i % 17) . $i; } '
         r'delete $h{"key$_"} for grep { $_ % 3 == 0 } 1..300000; '
         r'my $s = 0; $s += length($h{$_}) for keys %h; my @k = sort keys %h; '
@@ -113,6 +157,11 @@ def prepare_sql(d):
         f.write(SQL_SCRIPT)
 
 
+def prepare_java(d):
+    with open(os.path.join(d, "Work.java"), "w") as f:
+        f.write(JAVA_PROGRAM)
+
+
 def prepare_py(d):
     with open(os.path.join(d, "work.py"), "w") as f:
         f.write(PY_SCRIPT)
@@ -138,6 +187,8 @@ def workloads():
                                         "LC_ALL=C sort -n -r -t' ' -k3 in.txt | head -5"], {}),
         ("perl", "perl", None, ["perl", "-e", PERL], {}),
         ("sqlite3", "sqlite3", prepare_sql, ["bash", "-c", "sqlite3 db.sqlite < script.sql"], {}),
+        # javac is itself a JVM program; both get the preload.
+        ("java", "java", prepare_java, ["bash", "-c", "javac Work.java && java -Xmx256m Work"], {}),
     ]
 
 
