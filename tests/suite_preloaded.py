@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The allocator's test suite, run once more with libmtheap preloaded into everything.
 
-Usage: suite_preloaded.py CTEST LIBMTHEAP_SO
+Usage: suite_preloaded.py CTEST LIBMTHEAP_SO BUILD_TESTS_DIR
 
 Asks ctest for the tests labelled `alloc` (as JSON) and runs each one's command with its own
 environment and working directory plus LD_PRELOAD=LIBMTHEAP_SO, one after the other, with its
@@ -20,23 +20,30 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 SKIP = re.compile(r"(_tsan|_ubsan)$|^(dlopen|real_programs|suite_preloaded)$")
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) != 4:
         print(__doc__)
         return 2
-    ctest, lib = sys.argv[1], os.path.abspath(sys.argv[2])
+    ctest, lib, tests_dir = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
     if not os.path.exists(lib):
         print(f"FAIL: {lib} does not exist")
         return 1
     if lib not in os.environ.get("LD_PRELOAD", ""):
         print("FAIL: this runner must itself run with LD_PRELOAD set to the library (ctest sets it)")
         return 1
-    listing = subprocess.run([ctest, "--show-only=json-v1", "-L", "alloc"], capture_output=True, text=True,
-                             check=True, cwd=os.environ.get("MT_BUILD_DIR", "."))
+    # ctest rewrites <dir>/Testing/Temporary/LastTest.log even for a listing; asked from the
+    # build tree it would clobber the log of the ctest that is running this very test.  A
+    # scratch directory whose test file just includes the tests directory keeps it apart.
+    with tempfile.TemporaryDirectory(prefix="mtheap-suite-") as scratch:
+        with open(os.path.join(scratch, "CTestTestfile.cmake"), "w") as f:
+            f.write('subdirs("%s")\n' % tests_dir)
+        listing = subprocess.run([ctest, "--show-only=json-v1", "-L", "alloc"], capture_output=True,
+                                 text=True, check=True, cwd=scratch)
     tests = json.loads(listing.stdout)["tests"]
     passed, failed = 0, []
     for t in tests:
