@@ -102,16 +102,23 @@ enum {
 };
 
 typedef struct mth_page_s {
+  /* Line 0: the owner's, written on every malloc and free; no other thread touches it. */
   mth_block_t *free;          /* owner's allocation list (fast path) */
   mth_block_t *local_free;    /* owner's frees, swapped into free when free runs dry */
-  mth_heap_t *owner;          /* the owning heap while flags == 0, else NULL: the free fast
-                                 path's single test for "ours, and nothing special" */
   struct mth_page_s *next, *prev;   /* bin queue or heap->full */
   uint32_t used;              /* blocks out (see invariants) */
+  uint16_t capacity;          /* blocks carved so far (carving is lazy: touch 4 KiB at a time) */
+  /* not next to used: GCC would fuse the two increments of the malloc fast path into a
+   * four-instruction SSE load/add/store */
+  uint32_t nmalloc;           /* allocations since the last flush into heap stats */
+  /* Line 1: what a free from any thread reads to find and check the block; written only when
+   * the span is formatted or retired.  On its own line so that other threads' frees leave it
+   * shared in every cache and never steal line 0 from the owner mid-malloc (one line for
+   * both cost xmalloc a cache miss per allocation on the owner's page->used++). */
+  _Alignas(MTH_CACHE_LINE) mth_heap_t *owner;  /* the owning heap while flags == 0, else NULL:
+                                 the free fast path's single test for "ours, and nothing special" */
   uint32_t flags;
   uint32_t block_size;
-  uint32_t nmalloc;           /* allocations since the last flush into heap stats */
-  uint16_t capacity;          /* blocks carved so far (carving is lazy: touch 4 KiB at a time) */
   uint16_t reserved;          /* blocks that fit in the span (<= 64 KiB / 16) */
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
@@ -127,7 +134,8 @@ MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t 
 }
 MTH_INLINE uint32_t mth_page_flags(const mth_page_t *page) { return __atomic_load_n(&page->flags, __ATOMIC_RELAXED); }
 
-_Static_assert(sizeof(mth_page_t) == 64, "page descriptors are indexed by shift");
+#define MTH_PAGE_DESC_SHIFT 7   /* descriptors are 128 bytes: two cache lines */
+_Static_assert(sizeof(mth_page_t) == ((size_t)1 << MTH_PAGE_DESC_SHIFT), "page descriptors are indexed by shift");
 
 enum { MTH_SEG_SPANS = 1, MTH_SEG_HUGE = 2 };
 
@@ -287,7 +295,8 @@ MTH_INLINE mth_page_t *mth_page_of(mth_segment_t *seg, const void *p) {
 /* The same without a subtraction: the segment is 4 MiB aligned, so the slice index is a bit
  * field of the address. */
 MTH_INLINE mth_page_t *mth_page_of_fast(mth_segment_t *seg, uintptr_t a) {
-  mth_page_t *desc = (mth_page_t *)((uint8_t *)seg->pages + ((a >> (MTH_SLICE_SHIFT - 6)) & ((MTH_SLICES - 1) << 6)));
+  mth_page_t *desc = (mth_page_t *)((uint8_t *)seg->pages + ((a >> (MTH_SLICE_SHIFT - MTH_PAGE_DESC_SHIFT)) &
+                                                              ((MTH_SLICES - 1) << MTH_PAGE_DESC_SHIFT)));
   return (mth_page_t *)((uint8_t *)desc - desc->slice_offset);
 }
 MTH_INLINE size_t mth_page_index(const mth_page_t *page) {

@@ -4,7 +4,7 @@
  * Invariants:
  *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.
  *   - a span segment is on its heap's segs_full list iff used_mask == ~0, else on segs_avail.
- *   - for every slice k of a live span starting at s: pages[k].slice_offset == (k-s)*64 and
+ *   - for every slice k of a live span starting at s: pages[k].slice_offset == (k-s)*sizeof(mth_page_t) and
  *     pages[s] describes the span; free slices have flags MTH_PAGE_UNUSED.
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
  *     back to the arena at once.
