@@ -53,6 +53,7 @@ typedef struct {
   size_t sample_slots;   /* live sampled blocks at most */
   size_t sample_max;     /* largest sampled block */
   size_t sample_align;   /* sampled blocks are aligned to at least this (1..16; 1 = natural) */
+  bool sample_mprotect;  /* open/close slots with mprotect even where guard markers exist */
   int leaks_exitcode;    /* 0: leaks leave the exit status alone */
   int leaks_max;         /* leak groups printed in full */
   int error_exitcode;    /* with continue: exit status at exit if errors were reported */

@@ -10,7 +10,8 @@
  * Syntax (docs/DEBUG.md has the table): a comma-separated list of items.
  *   features   full guards patterns quarantine[=SIZE] audit leaks sample=N   ("-x"/"no-x" removes)
  *   modifiers  continue qblocks=N qmax=SIZE fill=SIZE depth=N unwind=cfi|fp lines=0|1
- *              sample_slots=N sample_max=SIZE sample_align=N leaks_exitcode=N leaks_max=N exitcode=N
+ *              sample_slots=N sample_max=SIZE sample_align=N sample_mprotect leaks_exitcode=N
+ *              leaks_max=N exitcode=N
  *              verbose
  * When no item names a feature (unset, empty, or modifiers only), the features are "full".
  */
@@ -109,6 +110,7 @@ void mthd_options_init(void) {
   o->sample_slots = 256;
   o->sample_max = (size_t)16 << 10;
   o->sample_align = 16;
+  o->sample_mprotect = false;
   o->leaks_exitcode = 0;
   o->leaks_max = 20;
   o->error_exitcode = 0;
@@ -178,6 +180,8 @@ void mthd_options_init(void) {
       o->sample_max = z;
     } else if (!strcmp(item, "sample_align") && val && parse_size(val, &z) && z >= 1 && z <= 16 && !(z & (z - 1))) {
       o->sample_align = z;
+    } else if (!strcmp(item, "sample_mprotect")) {
+      o->sample_mprotect = on;
     } else if (!strcmp(item, "leaks_exitcode") && val && parse_size(val, &z) && z <= 255) {
       o->leaks_exitcode = (int)z;
     } else if (!strcmp(item, "leaks_max") && val && parse_size(val, &z) && z <= 100000) {

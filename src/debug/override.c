@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "mtheap.h"
+#include "alloc.h"   /* the core's inline fast paths: the unsampled path costs a call less */
 
 MTHD_HIDDEN __thread mthd_tls_t mthd_tls __attribute__((tls_model("initial-exec")));
 MTHD_HIDDEN _Atomic int mthd_ready;
@@ -79,18 +80,16 @@ static __attribute__((noinline)) void *alloc_slow(size_t size, size_t align, int
 static inline void *alloc(size_t size, size_t align, int family, int flags, uintptr_t caller) {
   if (MTHD_LIKELY(--mthd_tls.sample_countdown > 0) && !mthd_opt.headers) {
     if (align > 16) return mtheap_memalign(align, size);
-    return (flags & ZERO) ? mtheap_calloc(1, size) : mtheap_malloc(size);
+    return (flags & ZERO) ? mtheap_calloc(1, size) : mth_malloc_fast(size);
   }
   return alloc_slow(size, align, family, flags, caller);
 }
 
-static inline void dealloc(void *p, int family, size_t sized, size_t align, const char *fn, uintptr_t caller) {
-  if (MTHD_UNLIKELY(mthd_in_pool(p))) {
+/* Out of line so that free()'s common path saves no registers. */
+static __attribute__((noinline)) void dealloc_slow(void *p, int family, size_t sized, size_t align, const char *fn,
+                                                   uintptr_t caller) {
+  if (mthd_in_pool(p)) {
     mthd_sample_free(p, family, fn, caller);
-    return;
-  }
-  if (MTHD_LIKELY(!mthd_opt.headers)) {
-    mtheap_free(p);
     return;
   }
   if (p) {
@@ -98,6 +97,14 @@ static inline void dealloc(void *p, int family, size_t sized, size_t align, cons
     mthd_block_free(p, family, sized, align, fn, caller);
     errno = saved;
   }
+}
+
+static inline void dealloc(void *p, int family, size_t sized, size_t align, const char *fn, uintptr_t caller) {
+  if (MTHD_LIKELY(!mthd_in_pool(p) && !mthd_opt.headers)) {
+    mth_free_fast(p);
+    return;
+  }
+  dealloc_slow(p, family, sized, align, fn, caller);
 }
 
 /* ---- C ---- */

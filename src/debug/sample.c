@@ -3,16 +3,24 @@
  * faulting instruction; a freed slot is made inaccessible too, so a use after free faults.
  * The SIGSEGV handler recognizes faults inside the pool and reports them.
  *
- * Pool layout (one PROT_NONE reservation):
+ * Pool layout (one reservation, every page inaccessible until its slot is opened):
  *   [guard][slot 0: slot_pages data][guard][slot 1 ...][guard] ... [slot n-1][guard]
  * A block is placed as close to its slot's end as its alignment allows: the natural alignment
  * min(16, lowest set bit of size), raised to sample_align and to a requested alignment.  sample_align defaults to 16,
  * glibc's promise that real programs rely on (perf crashes with 8-aligned blocks), so only sizes
  * that are multiples of 16 end exactly at the guard page; sample_align=1 gives GWP-ASan's
  * natural alignment (every size flush against the guard) for programs that only need what C
- * requires.  Bytes between the block's end and the guard, and between the first accessible page
- * and the block, hold MTHD_PAT_REDZONE and are checked at free (a 1-byte overflow of a 23-byte
- * block is then reported at free() instead of at the faulting instruction).
+ * requires.  Bytes between the block's end and the guard, and up to SAMPLE_LEFT_RZ bytes
+ * before the block, hold MTHD_PAT_REDZONE and are checked at free (a 1-byte overflow of a
+ * 23-byte block is then reported at free() instead of at the faulting instruction).  Filling
+ * the whole page before a small block instead was a third of a sample's cost (a 4 KiB memset
+ * and its scan) for underflows that land far before the block, which are rare.
+ *
+ * Pages are opened and closed with guard markers (madvise MADV_GUARD_INSTALL/REMOVE, Linux
+ * 6.13+) where the kernel has them, else with mprotect.  Markers live in the page tables: the
+ * pool stays one mapping, where every mprotect of a slot splits or merges mappings under the
+ * mmap lock taken for writing (the lock whose contention this project exists to avoid) and
+ * costs half as much again (a sampled malloc+free measured 4.2 us against 6.8 us here).
  *
  * Invariants
  *   - the non-sampled path costs one TLS decrement (mthd_tls.sample_countdown): no lock, no
@@ -21,7 +29,7 @@
  *     (FIFO), which keeps a freed slot inaccessible as long as possible;
  *   - the slot table lives in its own mmap (not in a root the leak checker scans) and the
  *     handler only reads it: everything the handler calls is async-signal-safe (write, mmap,
- *     open/read of ELF files, mprotect, sigaction), no stdio, no malloc, no locks.
+ *     open/read of ELF files, madvise, mprotect, sigaction), no stdio, no malloc, no locks.
  */
 #include "mthd.h"
 
@@ -50,6 +58,28 @@ static uint32_t *freeq;   /* ring of free slot indices */
 static size_t nslots, qhead, qcount;
 static size_t page, slot_pages, unit;   /* unit = (slot_pages + 1) pages */
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#define MADV_GUARD_REMOVE 103
+#endif
+static bool use_markers;   /* guard markers, else mprotect */
+
+/* Both are async-signal-safe (one syscall), for the handler's 'continue'. */
+static int pages_open(uintptr_t a, size_t len) {
+  return use_markers ? madvise((void *)a, len, MADV_GUARD_REMOVE) : mprotect((void *)a, len, PROT_READ | PROT_WRITE);
+}
+/* Markers also drop the pages' contents, so a closed slot holds no memory; with mprotect its
+ * pages stay resident until the slot is reused. */
+static int pages_close(uintptr_t a, size_t len) {
+  return use_markers ? madvise((void *)a, len, MADV_GUARD_INSTALL) : mprotect((void *)a, len, PROT_NONE);
+}
+
+enum { SAMPLE_LEFT_RZ = 64 };
+/* Start of the checked slack before a block at user, in its first page. */
+static uintptr_t left_redzone(uintptr_t first, uintptr_t user) {
+  return user - first > SAMPLE_LEFT_RZ ? user - SAMPLE_LEFT_RZ : first;
+}
+
 static uintptr_t slot_end(size_t i) { return mthd_pool_start + page + i * unit + slot_pages * page; }
 
 void mthd_sample_init(void) {
@@ -59,7 +89,15 @@ void mthd_sample_init(void) {
   unit = (slot_pages + 1) * page;
   nslots = mthd_opt.sample_slots;
   size_t total = page + nslots * unit;
-  void *pool = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void *pool = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (pool != MAP_FAILED) {
+    /* every page a guard to start with; a kernel without markers gets PROT_NONE instead */
+    use_markers = !mthd_opt.sample_mprotect && madvise(pool, total, MADV_GUARD_INSTALL) == 0;
+    if (!use_markers && mprotect(pool, total, PROT_NONE) != 0) {
+      munmap(pool, total);
+      pool = MAP_FAILED;
+    }
+  }
   size_t meta = nslots * sizeof(slot_t) + nslots * sizeof(uint32_t);
   void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (pool == MAP_FAILED || m == MAP_FAILED) return;
@@ -104,8 +142,9 @@ void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintpt
   /* a 0-byte block still gets an address inside the slot (a write to it lands in the slack) */
   uintptr_t user = (end - (size ? size : 1)) & ~(uintptr_t)(a - 1);
   uintptr_t first = user & ~(uintptr_t)(page - 1);
-  if (mprotect((void *)first, end - first, PROT_READ | PROT_WRITE) != 0) return NULL;
-  memset((void *)first, MTHD_PAT_REDZONE, end - first);
+  if (pages_open(first, end - first) != 0) return NULL;
+  uintptr_t lo = left_redzone(first, user);
+  memset((void *)lo, MTHD_PAT_REDZONE, end - lo);
   memset((void *)user, zero ? 0 : MTHD_PAT_ALLOC, size);
   s->family = (uint8_t)family;
   s->flags = 0;
@@ -188,13 +227,14 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
     mthd_report_end(&o, caller, fn);
   }
   /* the slack before the block and after it (up to 15 bytes with the default alignment) */
-  const uint8_t *lo = (const uint8_t *)first, *hi = (const uint8_t *)(s->user + s->size);
-  size_t before = mthd_scan_pattern(lo, s->user - first, MTHD_PAT_REDZONE);
+  uintptr_t lo_rz = left_redzone(first, s->user);
+  const uint8_t *lo = (const uint8_t *)lo_rz, *hi = (const uint8_t *)(s->user + s->size);
+  size_t before = mthd_scan_pattern(lo, s->user - lo_rz, MTHD_PAT_REDZONE);
   size_t after = mthd_scan_pattern(hi, end - (uintptr_t)hi, MTHD_PAT_REDZONE);
-  if (before < s->user - first || after < end - (uintptr_t)hi) {
+  if (before < s->user - lo_rz || after < end - (uintptr_t)hi) {
     mthd_out_t o;
     bool over = after < end - (uintptr_t)hi;
-    uintptr_t a = over ? (uintptr_t)hi + after : first + before;
+    uintptr_t a = over ? (uintptr_t)hi + after : lo_rz + before;
     size_t dist = over ? (size_t)(a - s->user - s->size + 1) : (size_t)(s->user - a);
     mthd_report_begin(&o, over ? "heap-buffer-overflow" : "heap-buffer-underflow", (void *)a,
                       "(%zu byte%s %s a %zu-byte block)", dist, dist == 1 ? "" : "s", over ? "past" : "before", s->size);
@@ -203,7 +243,7 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
     print_slot(&o, s, false);
     mthd_report_end(&o, caller, fn);
   }
-  mprotect((void *)first, end - first, PROT_NONE);
+  pages_close(first, end - first);
   mthd_lock(&mthd_pool_lock);
   freeq[(qhead + qcount) % nslots] = (uint32_t)i;
   qcount++;
@@ -284,7 +324,7 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
   if (mthd_opt.cont) {
     mthd_printf(&o, "==%d== mtheap-debug: continuing ('continue' is set): the page is made accessible\n", (int)getpid());
     mthd_flush(&o);
-    mprotect((void *)(a & ~(uintptr_t)(page - 1)), page, PROT_READ | PROT_WRITE);
+    pages_open(a & ~(uintptr_t)(page - 1), page);
     return;
   }
   mthd_printf(&o, "==%d== mtheap-debug: re-raising SIGSEGV\n", (int)getpid());

@@ -61,6 +61,17 @@ CASES = {
     "sample_overflow_slack": ("sample=1", "heap-buffer-overflow", "make_sampled_key", "alloc", ABORT,
                               [r"\(1 byte past a 23-byte block\)", r"slack of a sampled block"],
                               None, ["set key:0001 0 0 1024\r\n"], "sample_overflow"),
+    # a freed sampled slot is closed: the access after free (refs++ reads first) faults at once
+    "sample_use_after_free": ("sample=1", "use-after-free", "make_session", "alloc", SEGV,
+                              [r"\(32 bytes into a freed 36-byte block\) \[sampled guard page\]",
+                               r"READ of memory at"], ("free", "close_session"), [], "use_after_free"),
+    # the same two with slots opened and closed by mprotect (kernels before 6.13: no guard markers)
+    "sample_overflow_mprotect": ("sample=1,sample_mprotect", "heap-buffer-overflow", "make_sampled_key", "alloc",
+                                 SEGV, [r"\(1 byte past a 32-byte block\) \[sampled guard page\]"],
+                                 None, [], "sample_overflow"),
+    "sample_use_after_free_mprotect": ("sample=1,sample_mprotect", "use-after-free", "make_session", "alloc", SEGV,
+                                       [r"\(32 bytes into a freed 36-byte block\) \[sampled guard page\]"],
+                                       ("free", "close_session"), [], "use_after_free"),
     "new_array_delete": ("full", "alloc-dealloc-mismatch", "make_ids", "alloc", ABORT,
                          [r"\(operator new\[\] vs operator delete\)"]),
     "new_free": ("full", "alloc-dealloc-mismatch", "make_widget", "alloc", ABORT,

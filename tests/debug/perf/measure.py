@@ -36,7 +36,8 @@ def main():
     plain = os.path.join(b, "src/libmtheap.so")
     debug = os.path.join(b, "src/debug/libmtheap-debug.so")
     modes = [("glibc", None, None), ("libmtheap", plain, None),
-             ("debug sample=1000", debug, "sample=1000"), ("debug sample=100", debug, "sample=100"),
+             ("debug sample=10000", debug, "sample=10000"), ("debug sample=1000", debug, "sample=1000"),
+             ("debug sample=100", debug, "sample=100"),
              ("debug full", debug, "full"), ("debug full,unwind=fp", debug, "full,unwind=fp"),
              ("debug guards,patterns", debug, "guards,patterns")]
     print("| workload | allocator | time s (median of %d) | vs libmtheap | peak RSS MiB |" % a.reps)
