@@ -503,10 +503,11 @@ def format_report(rep, opts, multi):
                                                                   h["blocked_nsec"]))
             o.append("  %6s %12s  %s" % ("Waits", "nsec", "Holder"))
             for x in h["holders"][:5]:
-                # No site: the holder released the lock before the waiter could read the
-                # holder's held-lock stack (short critical sections under heavy contention).
+                # No site: before the waiter looked, the holder had released this lock and
+                # then another one, so neither its held-lock stack nor its last release
+                # still named this lock.
                 site = ("at " + x["site"]["name"] if x["site"]
-                        else "(site not captured: it released the lock before the waiter looked)")
+                        else "(site not captured: it had released this lock and another since when the waiter looked)")
                 o.append("  %6d %12d  tid %d (%s) %s" % (x["waits"], x["nsec"], x["tid"], x["thread"], site))
     if rep["rwlocks"] and "C" in opts["mode"]:
         o.append("")

@@ -94,6 +94,10 @@ struct thr {
   uint64_t acq;
   int hold_cd, nheld;
   struct held held[HELD_MAX];
+  /* The lock this thread released last and where it had taken it: a waiter that finds the
+   * lock busy often looks for the holder's site just after the holder let go (a critical
+   * section of one malloc is shorter than that look). */
+  uintptr_t rel_lock, rel_pc;
   /* Slow path and bookkeeping. */
   uint64_t lck_ns, cvw_ns, nblock, ncvw;
   uint64_t base_acq, base_lck, base_cvw, base_nblock, base_ncvw;
@@ -502,6 +506,11 @@ static inline uint64_t held_pop(struct thr *t, const void *lock, int *kind) {
     if (t->held[i].lock == (uintptr_t)lock) {
       uint64_t t0 = t->held[i].t0;
       *kind = t->held[i].kind;
+      /* pc before lock: x86 keeps the order, so a reader that sees the lock sees its pc (or
+       * a later one); elsewhere a stale pair is possible and as harmless as holder_pc says */
+      ((volatile struct thr *)t)->rel_pc = t->held[i].pc;
+      __asm__ volatile("" ::: "memory");
+      ((volatile struct thr *)t)->rel_lock = (uintptr_t)lock;
       for (int j = i; j < n - 1; j++) t->held[j] = t->held[j + 1];
       t->nheld = n - 1;
       return t0;
@@ -527,6 +536,9 @@ static uintptr_t holder_pc(int tid, uintptr_t lock) {
     volatile struct held *h = &o->held[i];
     if (h->lock == lock) return h->pc;
   }
+  /* released already: where it had been holding it */
+  volatile struct thr *vo = o;
+  if (vo->rel_lock == lock) return vo->rel_pc;
   return 0;
 }
 
