@@ -31,9 +31,7 @@ static void *worker(void *arg) {
       free(slot[k].p);
       slot[k].p = NULL;
     } else {
-      uint64_t x = th_below(&r, 1000);
-      size_t n = x < 900 ? th_logsize(&r, 1, 4096) : x < 995 ? th_logsize(&r, 4097, 512 << 10)
-                                                             : th_logsize(&r, 1 << 20, 8 << 20);
+      size_t n = th_mixed_size(&r, 512 << 10, 1 << 20, 8 << 20);
       slot[k].p = malloc(n);
       if (!slot[k].p) TFAIL("malloc(%zu) failed", n);
       slot[k].n = n;

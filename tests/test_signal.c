@@ -37,9 +37,7 @@ static void on_usr1(int sig) {
       free(ring[k].p);
       ring[k].p = NULL;
     } else {
-      uint64_t x = th_below(&hrng, 1000);
-      size_t n = x < 900 ? th_logsize(&hrng, 1, 4096) : x < 995 ? th_logsize(&hrng, 4097, 1 << 20)
-                                                              : th_logsize(&hrng, 4 << 20, 8 << 20);
+      size_t n = th_mixed_size(&hrng, 1 << 20, 4 << 20, 8 << 20);
       void *p = malloc(n);
       if (!p) TFAIL("malloc(%zu) in a signal handler failed", n);
       th_fill(p, n);

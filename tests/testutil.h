@@ -147,6 +147,13 @@ static inline size_t th_logsize(th_rng_t *r, size_t lo, size_t hi) {
   return s;
 }
 
+/* A size from a mix of 90% small blocks (1..4 KiB), 9.5% large ones (4 KiB..large_hi) and 0.5%
+ * huge ones (huge_lo..huge_hi): every allocation path, with the common one most of the time. */
+static inline size_t th_mixed_size(th_rng_t *r, size_t large_hi, size_t huge_lo, size_t huge_hi) {
+  uint64_t x = th_below(r, 1000);
+  return x < 900 ? th_logsize(r, 1, 4096) : x < 995 ? th_logsize(r, 4097, large_hi) : th_logsize(r, huge_lo, huge_hi);
+}
+
 /* ---------------------------------------------------------------- block patterns */
 
 /* Every block carries a pattern that depends on a seed (its address and size for ordinary blocks,

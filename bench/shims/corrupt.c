@@ -15,12 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPORT __attribute__((visibility("default")))
-
-extern void *__libc_malloc(size_t);
-extern void __libc_free(void *);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
+#include "libc_alloc.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long every = 0, count;

@@ -6,15 +6,7 @@
 #include <malloc.h>
 #include <stddef.h>
 
-#define EXPORT __attribute__((visibility("default")))
-
-extern void *__libc_malloc(size_t);
-extern void __libc_free(void *);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-extern void *__libc_valloc(size_t);
-extern void *__libc_pvalloc(size_t);
+#include "libc_alloc.h"
 
 EXPORT void *malloc(size_t n) { return __libc_malloc(n); }
 EXPORT void free(void *p) { __libc_free(p); }

@@ -11,13 +11,7 @@
 #include <pthread.h>
 #include <stddef.h>
 
-#define EXPORT __attribute__((visibility("default")))
-
-extern void *__libc_malloc(size_t);
-extern void __libc_free(void *);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
+#include "libc_alloc.h"
 
 /* Exported, so plockstat names it by its symbol: liblockedmalloc.so`libc_malloc_lock. */
 EXPORT pthread_mutex_t libc_malloc_lock = PTHREAD_MUTEX_INITIALIZER;
