@@ -3,6 +3,10 @@ BUILD  ?= build
 PREFIX ?= /usr/local
 OUT    ?= bench-results
 
+CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+# The interpreter scripts/deps.sh chose, as CMake recorded it: tests and driver use the same one.
+PYTHON    = $$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' $(BUILD)/CMakeCache.txt)
+
 .PHONY: all deps build test bench install clean
 
 all: build
@@ -10,18 +14,21 @@ all: build
 deps:
 	@bash scripts/deps.sh
 
-build: deps
-	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build $(BUILD)
+build:
+	@py=$$(bash scripts/deps.sh --print-python) && \
+	  $(CONFIGURE) -DPython3_EXECUTABLE="$$py" >/dev/null && \
+	  cmake --build $(BUILD)
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j2 --timeout 900
 
 bench: build
-	@python3 bench/mtheap-bench run --quick --out $(OUT) --build $(BUILD)
+	@$(PYTHON) bench/mtheap-bench run --quick --out $(OUT) --build $(BUILD)
 
-install: build
-	@cmake --install $(BUILD) --prefix $(PREFIX)
+# No apt or pip here: install builds with what is on the machine (run `make build` first on a
+# fresh one) and copies; cmake/ldconfig.cmake refreshes the loader's cache for system prefixes.
+install:
+	@$(CONFIGURE) >/dev/null && cmake --build $(BUILD) && cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	@rm -rf $(BUILD)
