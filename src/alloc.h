@@ -2,10 +2,14 @@
  * overriding symbols (override.c).  Nothing here takes a lock or does an atomic read-modify-
  * write: a thread allocating and freeing its own small blocks touches only its own heap.
  *
- * malloc: size -> heap->direct[] -> page -> pop page->free.  Everything else (an empty list, a
- *   size above 1 KiB, a thread without a heap) goes to mth_malloc_slow.
+ * malloc: size -> heap->direct[] (up to 1 KiB) or the class's first page (up to 128 KiB) ->
+ *   pop page->free.  Everything else (an empty list, a larger size, a thread without a heap)
+ *   goes to mth_malloc_slow.
  * free:   pointer -> segmap bit (is it ours?) -> page (slice index and back-offset) -> if
  *   page->owner is our heap (which also says the page needs no care), push on local_free.
+ *   A page left empty stays as it is when it is the only page of a small class (its queue
+ *   links are both NULL: the per-class cache of one page) or listed as retired already;
+ *   anything else is retired (page.c).
  */
 #ifndef MTH_ALLOC_H
 #define MTH_ALLOC_H
@@ -13,15 +17,22 @@
 
 MTH_INLINE void *mth_malloc_fast(size_t size) {
   mth_heap_t *heap = mth_tls_heap;
+  mth_page_t *page;
   if (MTH_LIKELY(size <= MTH_SMALL_MAX)) {
-    mth_page_t *page = heap->direct[(size + 15) >> 4];
-    mth_block_t *b = page->free;
-    if (MTH_LIKELY(b != NULL)) {
-      page->free = b->next;
-      MTH_RACY_ADD(page->used, 1);
-      MTH_RACY_ADD(page->nmalloc, 1);
-      return b;
-    }
+    page = heap->direct[(size + 15) >> 4];
+  } else if (size <= MTH_CLASS_MAX) {
+    /* the empty heap has no pages: NULL sends a thread without a heap to the slow path */
+    page = heap->bins[mth_bin_of(size)].first;
+    if (MTH_UNLIKELY(page == NULL)) return mth_malloc_slow(size);
+  } else {
+    return mth_malloc_slow(size);
+  }
+  mth_block_t *b = page->free;
+  if (MTH_LIKELY(b != NULL)) {
+    page->free = b->next;
+    MTH_RACY_ADD(page->used, 1);
+    MTH_RACY_ADD(page->nmalloc, 1);
+    return b;
   }
   return mth_malloc_slow(size);
 }
@@ -36,7 +47,9 @@ MTH_INLINE void mth_free_fast(void *p) {
       b->next = page->local_free;
       page->local_free = b;
       MTH_RACY_ADD(page->used, -1);
-      if (MTH_UNLIKELY(page->used == 0)) mth_page_retire(heap, page);
+      if (MTH_UNLIKELY(page->used == 0) && !page->retired &&
+          (page->next != NULL || page->prev != NULL || page->block_size > MTH_RETAIN_MAX))
+        mth_page_retire(heap, page);
       return;
     }
   }

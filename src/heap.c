@@ -172,6 +172,7 @@ void mth_heaps_collect_abandoned(void) {
 void mth_heap_tick(mth_heap_t *heap) {
   if (atomic_load_explicit(&heap->remote, memory_order_relaxed)) mth_heap_drain_remote(heap);
   if ((++heap->ticks & 7) != 0) return;
+  if (heap->retired_n) mth_retired_expire(heap);
   if (heap->purge_next_ms) {
     uint64_t now = mth_clock_ms();
     if (now >= heap->purge_next_ms) mth_segments_purge(heap, now, false);

@@ -75,6 +75,9 @@
 #define MTH_BIN_LARGE 0                      /* bin of a single-block large span */
 #define MTH_LARGE_MAX ((size_t)32 << 16)     /* 2 MiB: larger blocks get their own segments */
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
+#define MTH_RETIRED_MAX 16                   /* further empty pages a heap keeps for a while, */
+#define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
+#define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
 
 MTH_INLINE size_t mth_bin_of(size_t size) {
@@ -108,6 +111,7 @@ typedef struct mth_page_s {
   struct mth_page_s *next, *prev;   /* bin queue or heap->full */
   uint32_t used;              /* blocks out (see invariants) */
   uint16_t capacity;          /* blocks carved so far (carving is lazy: touch 4 KiB at a time) */
+  uint8_t retired;            /* empty, kept for reuse, and listed in heap->retired[] */
   /* not next to used: GCC would fuse the two increments of the malloc fast path into a
    * four-instruction SSE load/add/store */
   uint32_t nmalloc;           /* allocations since the last flush into heap stats */
@@ -173,6 +177,13 @@ struct mth_heap_s {
   mth_segment_t *segs_avail, *segs_full;
   uint32_t empty_segs;        /* span segments with only the header in use (cache of one) */
   uint32_t ticks;             /* slow-path events; every so often, look at the clock */
+  /* Empty pages kept in their bin queues for reuse (FIFO; see page.c): a program that frees a
+   * batch of blocks and allocates the next one reuses the pages instead of cycling them through
+   * the segment.  Bounded: MTH_RETIRED_MAX pages of MTH_RETIRED_SLICES slices in all, each
+   * for at most MTH_RETIRED_TICKS ticks. */
+  mth_page_t *retired[MTH_RETIRED_MAX];
+  uint32_t retired_tick[MTH_RETIRED_MAX];
+  uint32_t retired_head, retired_n, retired_slices;
   uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
   /* statistics (owner writes, readers tolerate tearing) */
   uint64_t st_mallocs[MTH_BINS];
@@ -332,6 +343,7 @@ MTH_HIDDEN void mth_page_retire(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t block_size);
 MTH_HIDDEN void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void mth_heap_release_retained(mth_heap_t *heap);
+MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 
 /* ---- heaps (heap.c) ---- */
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);

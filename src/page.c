@@ -6,9 +6,14 @@
  *     entries of class b point at bins[b].first (or at mth_page_empty) -- updated whenever
  *     the first page changes, so the fast path never needs a NULL check.
  *   - a page on heap->full has MTH_PAGE_FULL set and is in no bin queue.
- *   - an empty page (used == 0) is released at once, except the only page of a small class,
- *     which is kept so a malloc/free ping-pong does not build and tear down a page each time
- *     (at most one per class: that is the per-thread cache bound).
+ *   - an empty page (used == 0) that is the only page of a class up to MTH_RETAIN_MAX stays,
+ *     so a malloc/free ping-pong does not build and tear down a page each time (the free fast
+ *     path leaves it without a call).  Any other empty page stays in its queue too, but is
+ *     listed in the heap's retired ring (page->retired set): at most MTH_RETIRED_MAX of them,
+ *     each released when it leaves the ring -- pushed out by a newer one or older than
+ *     MTH_RETIRED_TICKS ticks -- unless it was reused meanwhile.  So a thread caches at most
+ *     one empty page per small class plus MTH_RETIRED_MAX pages (of any class), and the
+ *     latter only while it keeps allocating.
  */
 #include "internal.h"
 
@@ -63,6 +68,7 @@ void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
   page->next = page->prev = NULL;
   MTH_RACY_SET(page->used, 0);
   page->capacity = 0;
+  page->retired = 0;
   MTH_RACY_SET(page->nmalloc, 0);
   MTH_RACY_SET(page->bin, (uint8_t)bin);
   MTH_RACY_SET(page->block_size, (uint32_t)bs);
@@ -71,11 +77,14 @@ void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
 }
 
 /* Carve the next few blocks into the free list: about 4 KiB at a time, so a fresh page costs
- * page faults only as it is used. */
-static void mth_page_extend(mth_page_t *page) {
+ * page faults only as it is used; but at least MTH_CARVE_MIN_BLOCKS (only the first word of
+ * each is written), so big blocks do not take the slow path on every malloc. */
+#define MTH_CARVE_MIN_BLOCKS 4
+static void mth_page_extend(mth_page_t *page, size_t min) {
   size_t bs = page->block_size;
   size_t n = 4096 / bs;
-  if (n == 0) n = 1;
+  if (n < MTH_CARVE_MIN_BLOCKS) n = MTH_CARVE_MIN_BLOCKS;
+  if (n < min) n = min;
   size_t left = (size_t)page->reserved - page->capacity;
   if (n > left) n = left;
   uint8_t *start = mth_page_start(page) + (size_t)page->capacity * bs;
@@ -86,19 +95,22 @@ static void mth_page_extend(mth_page_t *page) {
 }
 
 /* The page's allocation list ran dry: the owner's frees become the new list.  A list shorter
- * than MTH_RECYCLE_MIN bytes also gets the page's next uncarved chunk, if it has one: otherwise
- * a thread that keeps few blocks of a class live comes back here every few mallocs (with 1 KiB
- * blocks: every third).  Only when short, so a page is not carved (made resident) further than
- * its use needs.  Precondition: page->free == NULL, page->local_free != NULL. */
+ * than MTH_RECYCLE_MIN bytes or MTH_RECYCLE_MIN_BLOCKS blocks is topped up from the page's
+ * uncarved part, if it has one: otherwise a thread that keeps few blocks of a class live comes
+ * back here every few mallocs (with 16 KiB blocks: every one).  Only when short, so a page is
+ * not carved (made resident) further than its use needs.
+ * Precondition: page->free == NULL, page->local_free != NULL. */
 #define MTH_RECYCLE_MIN ((size_t)16 << 10)
+#define MTH_RECYCLE_MIN_BLOCKS 8
 mth_block_t *mth_page_recycle(mth_heap_t *heap, mth_page_t *page) {
   mth_page_flush_stats(heap, page);
   page->free = page->local_free;
   page->local_free = NULL;
   /* every free block of the page is on the list now: capacity - used of them */
+  size_t have = (size_t)(page->capacity - page->used);
   if (page->capacity < page->reserved &&
-      (size_t)(page->capacity - page->used) * page->block_size < MTH_RECYCLE_MIN)
-    mth_page_extend(page);
+      (have * page->block_size < MTH_RECYCLE_MIN || have < MTH_RECYCLE_MIN_BLOCKS))
+    mth_page_extend(page, have < MTH_RECYCLE_MIN_BLOCKS ? MTH_RECYCLE_MIN_BLOCKS - have : 1);
   return page->free;
 }
 
@@ -124,7 +136,7 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
       break;
     }
     if (page->capacity < page->reserved) {
-      mth_page_extend(page);
+      mth_page_extend(page, 1);
       break;
     }
     mth_page_t *next = page->next;
@@ -135,7 +147,7 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
   }
   if (!page) {
     page = mth_page_new(heap, bin);
-    if (page) mth_page_extend(page);
+    if (page) mth_page_extend(page, 1);
   }
   /* the direct table already points at the queue's first page unless that changed */
   if (q->first != first) mth_direct_update(heap, bin);
@@ -185,26 +197,73 @@ void *mth_page_alloc_zero(mth_heap_t *heap, size_t size) {
   return mth_huge_alloc(heap, size, 0, true);
 }
 
+/* A full page got a block back: from heap->full to the back of its bin queue. */
+static void mth_page_unfull(mth_heap_t *heap, mth_page_t *page) {
+  mth_queue_remove(&heap->full, page);
+  mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
+  mth_queue_t *q = &heap->bins[page->bin];
+  bool was_empty = q->first == NULL;
+  mth_queue_push_back(q, page);
+  if (was_empty) mth_direct_update(heap, page->bin);
+}
+
+/* Gives an empty page back to its segment: out of its bin queue, statistics flushed. */
+static void mth_page_release(mth_heap_t *heap, mth_page_t *page) {
+  mth_queue_remove(&heap->bins[page->bin], page);
+  mth_direct_update(heap, page->bin);
+  mth_page_flush_stats(heap, page);
+  mth_span_free(heap, page);
+}
+
+/* The ring's oldest page leaves it: released if it is still empty (and not the one page a small
+ * class keeps anyway), left alone if it was reused. */
+static void mth_retired_pop(mth_heap_t *heap) {
+  uint32_t i = heap->retired_head;
+  mth_page_t *page = heap->retired[i];
+  heap->retired[i] = NULL;
+  heap->retired_head = (i + 1) % MTH_RETIRED_MAX;
+  heap->retired_n--;
+  heap->retired_slices -= page->slice_count;
+  page->retired = 0;
+  if (page->used != 0) return;
+  mth_queue_t *q = &heap->bins[page->bin];
+  if (q->first == page && page->next == NULL && page->block_size <= MTH_RETAIN_MAX) return;
+  mth_page_release(heap, page);
+}
+
+static void mth_retired_push(mth_heap_t *heap, mth_page_t *page) {
+  if (page->retired) return;            /* listed already: emptied, reused and emptied again */
+  while (heap->retired_n == MTH_RETIRED_MAX ||
+         (heap->retired_n && heap->retired_slices + page->slice_count > MTH_RETIRED_SLICES))
+    mth_retired_pop(heap);
+  uint32_t i = (heap->retired_head + heap->retired_n) % MTH_RETIRED_MAX;
+  heap->retired[i] = page;
+  heap->retired_tick[i] = heap->ticks;
+  heap->retired_n++;
+  heap->retired_slices += page->slice_count;
+  page->retired = 1;
+}
+
+/* From the heap's tick: pages kept longer than MTH_RETIRED_TICKS slow-path events go back. */
+void mth_retired_expire(mth_heap_t *heap) {
+  while (heap->retired_n &&
+         heap->ticks - heap->retired_tick[heap->retired_head] > MTH_RETIRED_TICKS)
+    mth_retired_pop(heap);
+}
+
+/* The page's last block was freed (by the owner, or drained from remote frees). */
 void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   if (page->bin == MTH_BIN_LARGE) {
     MTH_RACY_ADD(heap->st_mallocs[0], page->nmalloc);
     mth_span_free(heap, page);
     return;
   }
+  if (page->flags & MTH_PAGE_FULL) mth_page_unfull(heap, page);
   mth_queue_t *q = &heap->bins[page->bin];
-  if (page->flags & MTH_PAGE_FULL) {
-    mth_queue_remove(&heap->full, page);
-    mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
-  } else {
-    if (q->first == page && page->next == NULL && page->block_size <= MTH_RETAIN_MAX) {
-      mth_heap_tick(heap);
-      return;
-    }
-    mth_queue_remove(q, page);
-    mth_direct_update(heap, page->bin);
-  }
-  mth_page_flush_stats(heap, page);
-  mth_span_free(heap, page);
+  if (q->first == page && page->next == NULL && page->block_size <= MTH_RETAIN_MAX) return;
+  /* a page of aligned blocks sends every free to the slow path: better formatted anew */
+  if (page->flags & MTH_PAGE_ALIGNED) mth_page_release(heap, page);
+  else mth_retired_push(heap, page);
 }
 
 /* A free by the owner that the fast path could not finish: page full or aligned, or a block
@@ -213,29 +272,15 @@ void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   b->next = page->local_free;
   page->local_free = b;
   MTH_RACY_ADD(page->used, -1);
-  if (page->used == 0) {
-    mth_page_retire(heap, page);
-    return;
-  }
-  if (page->flags & MTH_PAGE_FULL) {
-    mth_queue_remove(&heap->full, page);
-    mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
-    mth_queue_t *q = &heap->bins[page->bin];
-    bool was_empty = q->first == NULL;
-    mth_queue_push_back(q, page);
-    if (was_empty) mth_direct_update(heap, page->bin);
-  }
+  if (page->used == 0) mth_page_retire(heap, page);
+  else if (page->flags & MTH_PAGE_FULL) mth_page_unfull(heap, page);
 }
 
-/* Thread exit and mtheap_collect(true): drop the empty pages kept for ping-pong. */
+/* Thread exit and mtheap_collect(true): drop the empty pages kept for reuse. */
 void mth_heap_release_retained(mth_heap_t *heap) {
+  while (heap->retired_n) mth_retired_pop(heap);
   for (size_t bin = 1; bin < MTH_BINS; bin++) {
     mth_page_t *page = heap->bins[bin].first;
-    if (page && page->used == 0 && page->next == NULL) {
-      mth_queue_remove(&heap->bins[bin], page);
-      mth_direct_update(heap, bin);
-      mth_page_flush_stats(heap, page);
-      mth_span_free(heap, page);
-    }
+    if (page && page->used == 0 && page->next == NULL) mth_page_release(heap, page);
   }
 }

@@ -1,0 +1,133 @@
+/* Empty pages a thread keeps (src/page.c): the one page per small class, and the retired ring
+ * that lets a batch of frees followed by a batch of mallocs reuse its pages instead of cycling
+ * them through the segment.  The ring's bounds are the README's promise, so they are checked
+ * through the statistics:
+ *   reuse    100 blocks of 4 KiB and of 16 KiB allocated and freed, 50 rounds: the class keeps
+ *            its pages (no more pages than one round needs), contents intact
+ *   bound    empty pages of 24 classes at once: at most the per-class page of the small
+ *            classes plus MTH_RETIRED_MAX (16) pages of MTH_RETIRED_SLICES (2 MiB) in all
+ *   expire   after a batch, other work that takes the slow path: retired pages go back within
+ *            MTH_RETIRED_TICKS ticks; a class above 8 KiB keeps none
+ *   collect  mtheap_collect(true) and thread exit give every kept page back
+ * usage: test_pages reuse|bound|expire|collect */
+#include "testutil.h"
+
+#define SLICE ((size_t)64 << 10)
+
+static uint64_t class_pages(size_t block_size) {
+  struct mtheap_stats st;
+  th_stats(&st);
+  for (int i = 0; i < MTHEAP_NUM_CLASSES; i++)
+    if (st.classes[i].block_size == block_size) return st.classes[i].pages;
+  return 0;
+}
+
+static uint64_t all_pages(void) {
+  struct mtheap_stats st;
+  th_stats(&st);
+  uint64_t n = 0;
+  for (int i = 0; i < MTHEAP_NUM_CLASSES; i++) n += st.classes[i].pages;
+  return n;
+}
+
+static void batch(size_t size, int n, uint64_t seed) {
+  void *p[256];
+  TCHECK(n <= 256);
+  for (int i = 0; i < n; i++) {
+    p[i] = T_MALLOC(size);
+    TCHECK(p[i] != NULL);
+    th_fill_seed(p[i], size, seed + (uint64_t)i);
+  }
+  for (int i = 0; i < n; i++) {
+    th_verify_seed(p[i], size, size, seed + (uint64_t)i);
+    T_FREE(p[i]);
+  }
+}
+
+static void case_reuse(void) {
+  const size_t sizes[] = {4096, 16384};
+  for (int s = 0; s < 2; s++) {
+    size_t size = sizes[s];
+    batch(size, 100, 1);
+    uint64_t after_one = class_pages(size);
+    TCHECKF(after_one >= 1, "class %zu: no page kept after a batch", size);
+    for (int r = 0; r < 50; r++) {
+      batch(size, 100, (uint64_t)r << 8);
+      uint64_t now = class_pages(size);
+      TCHECKF(now <= after_one, "class %zu: %" PRIu64 " pages after round %d, %" PRIu64 " after the first",
+              size, now, r, after_one);
+    }
+    mtheap_collect(true);
+    TCHECKF(class_pages(size) == 0, "class %zu: %" PRIu64 " pages after mtheap_collect(true)", size,
+            class_pages(size));
+  }
+}
+
+static void case_bound(void) {
+  /* 24 classes from 1 KiB to 40 KiB, three pages' worth of blocks each, then all freed */
+  size_t kept_small = 0;
+  for (int c = 0; c < 24; c++) {
+    size_t size = 1024 + (size_t)c * 1664;
+    size_t per_page = size <= 8192 ? SLICE / size : 8;
+    int n = (int)(3 * per_page);
+    if (n > 256) n = 256;
+    batch(size, n, (uint64_t)c << 16);
+    if (size <= 8192) kept_small++;
+  }
+  uint64_t pages = all_pages();
+  TCHECKF(pages <= kept_small + 16, "%" PRIu64 " empty pages kept, bound %zu", pages, kept_small + 16);
+  struct mtheap_stats st;
+  th_stats(&st);
+  /* the ring holds at most 2 MiB of spans; each small class keeps one 64 KiB page */
+  size_t bound = kept_small * SLICE + ((size_t)32 << 16);
+  TCHECKF(st.pages_in_use <= bound, "%zu bytes of pages in use with nothing live, bound %zu", st.pages_in_use,
+          bound);
+  mtheap_collect(true);
+}
+
+static void case_expire(void) {
+  batch(16384, 100, 7);
+  batch(4096, 100, 9);
+  TCHECK(class_pages(16384) > 1 && class_pages(4096) > 1);
+  /* slow-path work elsewhere: every malloc of a fresh class runs the tick */
+  for (int round = 0; round < 3000; round++) {
+    void *p[64];
+    for (int i = 0; i < 64; i++) TCHECK((p[i] = T_MALLOC(32 + (size_t)(round % 4) * 16)) != NULL);
+    for (int i = 0; i < 64; i++) T_FREE(p[i]);
+    batch(200000, 2, (uint64_t)round);   /* large spans: always the slow path */
+  }
+  TCHECKF(class_pages(16384) == 0, "class 16384: %" PRIu64 " pages still kept", class_pages(16384));
+  TCHECKF(class_pages(4096) <= 1, "class 4096: %" PRIu64 " pages still kept", class_pages(4096));
+  mtheap_collect(true);
+}
+
+static void *exiting_thread(void *arg) {
+  batch(4096, 100, 3);
+  batch(16384, 100, 4);
+  batch(512, 256, 5);
+  return arg;
+}
+
+static void case_collect(void) {
+  batch(4096, 100, 1);
+  batch(512, 256, 2);
+  mtheap_collect(true);
+  TCHECKF(all_pages() == 0, "%" PRIu64 " pages after mtheap_collect(true)", all_pages());
+  pthread_t t;
+  th_thread(&t, exiting_thread, NULL);
+  th_join(t);
+  TCHECKF(all_pages() == 0, "%" PRIu64 " pages after a thread's exit", all_pages());
+}
+
+int main(int argc, char **argv) {
+  th_require_mtheap_extras();
+  th_watchdog(60, "test_pages");
+  const char *c = argc > 1 ? argv[1] : "";
+  if (!strcmp(c, "reuse")) case_reuse();
+  else if (!strcmp(c, "bound")) case_bound();
+  else if (!strcmp(c, "expire")) case_expire();
+  else if (!strcmp(c, "collect")) case_collect();
+  else TFAIL("usage: %s reuse|bound|expire|collect", argv[0]);
+  printf("test_pages %s: ok\n", c);
+  return 0;
+}
