@@ -100,7 +100,7 @@ static void mth_page_extend(mth_page_t *page, size_t min) {
  * back here every few mallocs (with 16 KiB blocks: every one).  Only when short, so a page is
  * not carved (made resident) further than its use needs.
  * Precondition: page->free == NULL, page->local_free != NULL. */
-#define MTH_RECYCLE_MIN ((size_t)16 << 10)
+#define MTH_RECYCLE_MIN ((size_t)4 << 10)
 #define MTH_RECYCLE_MIN_BLOCKS 8
 mth_block_t *mth_page_recycle(mth_heap_t *heap, mth_page_t *page) {
   mth_page_flush_stats(heap, page);
