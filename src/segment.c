@@ -112,12 +112,22 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
   mth_pages_add(n << MTH_SLICE_SHIFT, true);
 }
 
+/* A span of n slices: preferably over free slices that are still resident (dirty), so that
+ * churn of spans of varying lengths (large blocks, pages of big classes) reuses memory already
+ * touched instead of spreading over the segment and raising RSS until the purge; else the
+ * lowest free run of any segment; else a new segment. */
 mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
   mth_segment_t *seg;
   int idx = -1;
   for (seg = heap->segs_avail; seg; seg = seg->next) {
-    idx = mth_find_run(~seg->used_mask, n);
+    idx = mth_find_run(seg->dirty_mask, n);   /* dirty slices are free: dirty & used == 0 */
     if (idx > 0) break;
+  }
+  if (!seg) {
+    for (seg = heap->segs_avail; seg; seg = seg->next) {
+      idx = mth_find_run(~seg->used_mask, n);
+      if (idx > 0) break;
+    }
   }
   if (!seg) {
     seg = mth_segment_new(heap);
