@@ -102,12 +102,8 @@ void mth_free_slow(void *p) {
     mth_page_free_local(heap, page, b);
     return;
   }
-  /* another thread's block: one CAS onto its heap's inbox; the owner reclaims it lazily */
-  mth_heap_t *owner = seg->heap;
-  mth_block_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
-  do b->next = head;
-  while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, b, memory_order_release,
-                                                memory_order_relaxed));
+  /* another thread's block: into its heap's inbox (one atomic); the owner reclaims it lazily */
+  mth_inbox_push(seg->heap, b);
   /* counted in this thread's heap; a thread that only frees gets one just for its counters */
   if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
   if (heap) MTH_RACY_ADD(heap->st_remote_out, 1);

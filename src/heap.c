@@ -1,11 +1,11 @@
-/* Thread heaps: creation on a thread's first malloc, the remote-free inbox, recycling at thread
+/* Thread heaps: creation on a thread's first malloc, recycling at thread
  * exit, and the process-wide state that goes with them (init, fork).
  *
  * Invariants:
  *   - a heap is never freed: a dead thread's heap is abandoned and the next new thread adopts
  *     it whole (pages, segments, pending remote frees), so a program that creates and joins
  *     millions of threads keeps as many heaps as it ever had threads alive at once.
- *   - remote frees to an abandoned heap still land on heap->remote; whoever owns it next (or
+ *   - remote frees to an abandoned heap still land in its inbox (inbox.c); whoever owns it next (or
  *     mtheap_collect / the periodic tick of another thread) drains them.
  *   - after fork, heaps of threads that did not survive are "zombies": they may have been in
  *     the middle of an update, so they are never adopted or walked again in the child.
@@ -67,7 +67,10 @@ static void mth_fork_child(void) {
     if (h == self) { live++; continue; }
     if (atomic_load(&h->state) == MTH_HEAP_LIVE) atomic_store(&h->state, MTH_HEAP_ZOMBIE);
   }
-  if (self != &mth_heap_empty) self->tid = gettid();
+  if (self != &mth_heap_empty) {
+    self->tid = gettid();
+    mth_inbox_fork_child(self);
+  }
   atomic_store(&mth_gstats.threads_live, live);
 }
 
@@ -121,16 +124,6 @@ mth_heap_t *mth_heap_get_slow(void) {
   return heap;
 }
 
-void mth_heap_drain_remote(mth_heap_t *heap) {
-  mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
-  while (b) {
-    mth_block_t *next = b->next;
-    mth_segment_t *seg = mth_segment_of(b);
-    mth_page_free_local(heap, mth_page_of(seg, b), b);
-    b = next;
-  }
-}
-
 /* Give back what a heap holds but does not use: remote frees, kept empty pages, dirty slices
  * (all of them with force, else only those past the purge delay), the cached empty segment. */
 static void mth_heap_tidy(mth_heap_t *heap, bool force) {
@@ -170,7 +163,9 @@ void mth_heaps_collect_abandoned(void) {
  * purges within a fraction of a second of the deadline, and one with nothing to purge pays
  * two loads. */
 void mth_heap_tick(mth_heap_t *heap) {
-  if (atomic_load_explicit(&heap->remote, memory_order_relaxed)) mth_heap_drain_remote(heap);
+  if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) ||
+      atomic_load_explicit(&heap->remote, memory_order_relaxed))
+    mth_heap_drain_remote(heap);
   if ((++heap->ticks & 7) != 0) return;
   if (heap->retired_n) mth_retired_expire(heap);
   if (heap->purge_next_ms) {

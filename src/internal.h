@@ -11,7 +11,7 @@
  *            Its descriptor is pages[first slice]; the other slices of the span point back to
  *            it with slice_offset, so any interior pointer finds its page in O(1).
  *   heap     per-thread; owns span segments.  Only the owner touches its pages' free lists;
- *            other threads push freed blocks on heap->remote with one CAS.
+ *            other threads put freed blocks in heap->inbox (inbox.c) with one atomic.
  *
  * Invariants (checked where noted)
  *   - mth_segmap bit for slot s is set  <=>  a live segment header starts at slot s.
@@ -20,8 +20,9 @@
  *     span page, not full, with no aligned blocks.  Every other state (free slice, header
  *     slice, full, aligned) has owner NULL, so the free fast path needs one comparison.
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
- *     used until the owner drains heap->remote.
- *   - a block is on exactly one list: page->free, page->local_free, heap->remote, or none (live).
+ *     used until the owner drains its inbox.
+ *   - a block is in exactly one place: page->free, page->local_free, a slot of heap->inbox,
+ *     heap->remote (the inbox's overflow list), or none (live).
  */
 #ifndef MTH_INTERNAL_H
 #define MTH_INTERNAL_H
@@ -77,6 +78,7 @@
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
 #define MTH_RETIRED_MAX 16                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
+#define MTH_INBOX_SLOTS 256                  /* remote frees a heap takes before its overflow list */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
 
@@ -193,8 +195,11 @@ struct mth_heap_s {
   mth_heap_t *abandoned_next;
   int tid;
   _Atomic int state;          /* MTH_HEAP_LIVE / MTH_HEAP_ABANDONED */
-  /* written by other threads: keep off the owner's lines */
-  _Alignas(MTH_CACHE_LINE) _Atomic(mth_block_t *) remote;
+  uint32_t inbox_read;        /* owner's cursor into inbox[] (inbox.c) */
+  /* written by other threads: keep off the owner's lines (inbox.c) */
+  _Alignas(MTH_CACHE_LINE) _Atomic uint64_t inbox_n;   /* slots claimed since the last reset */
+  _Atomic(mth_block_t *) remote;                      /* overflow list: inbox[] was full */
+  _Alignas(MTH_CACHE_LINE) _Atomic(mth_block_t *) inbox[MTH_INBOX_SLOTS];
   _Alignas(MTH_CACHE_LINE) char tail_pad_[0];
 };
 
@@ -348,6 +353,10 @@ MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 /* ---- heaps (heap.c) ---- */
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
 MTH_HIDDEN void mth_heap_drain_remote(mth_heap_t *heap);
+
+/* ---- remote frees (inbox.c) ---- */
+MTH_HIDDEN void mth_inbox_push(mth_heap_t *owner, mth_block_t *b);
+MTH_HIDDEN void mth_inbox_fork_child(mth_heap_t *heap);
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
 MTH_HIDDEN void mth_process_init(void);
 MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);

@@ -16,11 +16,17 @@
  *              RSS and threads_live stay bounded, threads_seen counts every thread
  *   realloc    realloc chains across all size ranges, in several threads
  *   huge       1..64 MiB blocks allocated in one thread and freed in another
+ *   inbox      the remote-free inbox (src/inbox.c): six threads free one owner's blocks at once,
+ *              overflowing its 256 slots while it sleeps, then while it keeps allocating and
+ *              exits; a new thread adopts the parked heap while the frees go on.  Every block
+ *              is checked before its free and no block comes back while another holds it
  *
  * The source compiles against the prefixed API (TEST_PREFIXED: mtheap_api and its TSan/UBSan
  * builds) or plain malloc (linked with, or preloaded with, libmtheap.so).
  */
 #include "testutil.h"
+
+#include <sched.h>
 
 #ifdef TEST_PREFIXED
 #define OTHER_BLOCKS 0    /* nothing but the test calls mtheap_malloc */
@@ -454,9 +460,90 @@ static void case_huge(void) {
           s0.in_use, s1.in_use);
 }
 
+/* ------------------------------------------------------------------ inbox */
+
+#define IB_FREERS 6
+#define IB_SLICE 4096   /* blocks per hand-over */
+static struct {
+  void **blocks;
+  size_t *sizes;
+  uint64_t n;
+  _Atomic uint64_t next;       /* next hand-over to take */
+  _Atomic uint64_t published;  /* blocks the owner has allocated and filled */
+  _Atomic int owner_exited;
+} ib;
+
+static void *ib_freer(void *arg) {
+  (void)arg;
+  for (;;) {
+    uint64_t k = atomic_fetch_add(&ib.next, IB_SLICE);
+    if (k >= ib.n) return NULL;
+    uint64_t end = k + IB_SLICE < ib.n ? k + IB_SLICE : ib.n;
+    while (atomic_load_explicit(&ib.published, memory_order_acquire) < end) sched_yield();
+    for (uint64_t i = k; i < end; i++) {
+      th_verify_seed(ib.blocks[i], ib.sizes[i], ib.sizes[i], i);
+      T_FREE(ib.blocks[i]);
+    }
+  }
+}
+
+/* Allocates the blocks the freers free; between rounds it allocates and frees locally, which
+ * drains its inbox while the freers keep filling it; then it exits with frees still coming. */
+static void *ib_owner(void *arg) {
+  uint64_t upto = *(uint64_t *)arg;
+  th_rng_t r = th_rng(upto);
+  void *mine[64] = {0};
+  for (uint64_t i = atomic_load(&ib.published); i < upto; i++) {
+    ib.sizes[i] = 8 + th_below(&r, i % 97 == 0 ? 20000 : 400);
+    ib.blocks[i] = T_MALLOC(ib.sizes[i]);
+    TCHECK(ib.blocks[i] != NULL);
+    th_fill_seed(ib.blocks[i], ib.sizes[i], i);
+    if ((i & 1023) == 1023) atomic_store_explicit(&ib.published, i + 1, memory_order_release);
+    size_t j = th_below(&r, 64);
+    if (mine[j]) T_FREE(mine[j]);
+    mine[j] = T_MALLOC(16 + th_below(&r, 200));
+    TCHECK(mine[j] != NULL);
+  }
+  atomic_store_explicit(&ib.published, upto, memory_order_release);
+  th_sleep_ms(30);   /* no slow path meanwhile: thousands of frees overflow the 256 slots */
+  for (int j = 0; j < 64; j++) T_FREE(mine[j]);
+  return NULL;
+}
+
+static void case_inbox(void) {
+  ib.n = scaled(600000) / IB_SLICE * IB_SLICE + IB_SLICE;
+  ib.blocks = T_MALLOC(ib.n * sizeof *ib.blocks);
+  ib.sizes = T_MALLOC(ib.n * sizeof *ib.sizes);
+  TCHECK(ib.blocks && ib.sizes);
+  struct mtheap_stats s0, s1;
+  th_stats(&s0);
+  /* first owner: a third of the blocks, then it exits while the freers work */
+  uint64_t third = ib.n / 3 / IB_SLICE * IB_SLICE;
+  pthread_t own, fr[IB_FREERS];
+  th_thread(&own, ib_owner, &third);
+  for (int i = 0; i < IB_FREERS; i++) th_thread(&fr[i], ib_freer, NULL);
+  th_join(own);
+  /* the second owner adopts the parked heap (its pages, its inbox) and allocates the rest */
+  uint64_t all = ib.n;
+  th_thread(&own, ib_owner, &all);
+  th_join(own);
+  for (int i = 0; i < IB_FREERS; i++) th_join(fr[i]);
+  mtheap_collect(true);   /* drains the abandoned heap's inbox */
+  th_stats(&s1);
+  TCHECKF(s1.heaps_reused > s0.heaps_reused, "heaps_reused %" PRIu64 ": the second owner did not adopt a parked heap", s1.heaps_reused);
+  TCHECKF(s1.remote_frees >= s0.remote_frees + ib.n,
+          "remote_frees %" PRIu64 " -> %" PRIu64 " while %" PRIu64 " blocks were freed by other threads",
+          s0.remote_frees, s1.remote_frees, ib.n);
+  T_FREE(ib.blocks);
+  T_FREE(ib.sizes);
+  /* every block came back: what is live now is only what other code holds */
+  TCHECKF(s1.mallocs - s0.mallocs <= s1.frees - s0.frees + OTHER_BLOCKS + 2,
+          "%" PRIu64 " mallocs but %" PRIu64 " frees counted", s1.mallocs - s0.mallocs, s1.frees - s0.frees);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s local|prodcons|migrate|monitor|churn|realloc|huge [percent]\n", argv[0]);
+    fprintf(stderr, "usage: %s local|prodcons|migrate|monitor|churn|realloc|huge|inbox [percent]\n", argv[0]);
     return 2;
   }
   if (argc > 2) scale_pct = (unsigned)atoi(argv[2]);
@@ -472,6 +559,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "churn")) case_churn();
   else if (!strcmp(c, "realloc")) case_realloc();
   else if (!strcmp(c, "huge")) case_huge();
+  else if (!strcmp(c, "inbox")) case_inbox();
   else TFAIL("unknown case %s", c);
   printf("test_stress %s (%s, %u%%): passed in %" PRIu64 " ms, peak RSS now %zu MiB\n", c, T_API_NAME,
          scale_pct, th_now_ms() - t0, th_rss() >> 20);
