@@ -86,6 +86,30 @@ static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **p
   return (mth_block_t *)((const uint8_t *)p - off);
 }
 
+/* A block of some span page the fast path did not take: a full page of ours (the owner's
+ * comparison fails on full pages), or a page of another heap.  Ordinary pages need none of
+ * mth_block_of's lookups: the segment is live (its map bit is set) and belongs to the page's
+ * heap.  A remote free still checks that p starts a block, as it always did; anything else
+ * (aligned blocks, free slices, a header, a huge segment) takes the checked path. */
+void mth_free_page_slow(void *p, mth_page_t *page) {
+  uint32_t flags = mth_page_flags(page);
+  mth_segment_t *seg = mth_segment_of(p);
+  if (MTH_LIKELY((flags & ~(uint32_t)MTH_PAGE_FULL) == 0 && seg->kind == MTH_SEG_SPANS)) {
+    mth_heap_t *owner = seg->heap, *heap = mth_tls_heap;
+    if (owner == heap) {
+      mth_page_free_local(heap, page, (mth_block_t *)p);
+      return;
+    }
+    if (((size_t)((uint8_t *)p - mth_page_start(page)) % page->block_size) == 0) {
+      mth_inbox_push(owner, (mth_block_t *)p);
+      if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
+      if (heap) MTH_RACY_ADD(heap->st_remote_out, 1);
+      return;
+    }
+  }
+  mth_free_slow(p);
+}
+
 void mth_free_slow(void *p) {
   if (p == NULL) return;
   mth_page_t *page;

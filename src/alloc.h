@@ -52,6 +52,8 @@ MTH_INLINE void mth_free_fast(void *p) {
         mth_page_retire(heap, page);
       return;
     }
+    mth_free_page_slow(p, page);
+    return;
   }
   mth_free_slow(p);
 }

@@ -364,6 +364,7 @@ MTH_HIDDEN void mth_heaps_collect_abandoned(void);
 
 /* ---- frees (alloc.c) ---- */
 MTH_HIDDEN void mth_free_slow(void *p);
+MTH_HIDDEN void mth_free_page_slow(void *p, mth_page_t *page);
 MTH_HIDDEN void mth_invalid_pointer(const char *what, const void *p, const char *why);
 MTH_HIDDEN void *mth_malloc_slow(size_t size);
 
