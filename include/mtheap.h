@@ -77,6 +77,14 @@ struct mtheap_stats {
   uint64_t threads_seen, threads_live, heaps_reused;
   uint64_t lock_acquires, lock_waits, lock_wait_ns;  /* mtheap's internal locks */
   struct mtheap_class_stats classes[MTHEAP_NUM_CLASSES];
+  /* Shared-memory traffic, the operations that decide how far the allocator scales with cores
+   * (docs/PERFORMANCE.md): everything else a thread does touches only its own heap. */
+  uint64_t inbox_overflows;  /* remote frees pushed on the owner's overflow list (its array was full) */
+  uint64_t inbox_drains;     /* times an owner took remote frees out of its inbox */
+  uint64_t span_ops;         /* spans (pages, large blocks) taken from or returned to a heap's segments */
+  uint64_t segment_ops;      /* segments taken from or returned to the shared arena (under its lock) */
+  uint64_t shared_rmw;       /* atomic read-modify-writes on lines other threads write: 1 per remote
+                                free, overflow push and span op, 2 per drain, 3 per lock acquisition */
 };
 
 MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out);

@@ -44,6 +44,14 @@ void *mth_malloc_slow(size_t size) {
   return p;
 }
 
+/* Counted in the freeing thread's heap; a thread that only frees gets one just for its counters. */
+static void mth_count_remote_free(mth_heap_t *heap, bool overflow) {
+  if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
+  if (!heap) return;
+  MTH_RACY_ADD(heap->st_remote_out, 1);
+  if (overflow) MTH_RACY_ADD(heap->st_inbox_overflow, 1);
+}
+
 void mth_invalid_pointer(const char *what, const void *p, const char *why) {
   if (mth_opt.abort_on_invalid)
     mth_fatal("%s(%p): %s (set MTHEAP_ABORT_ON_INVALID=0 to ignore such calls)", what, p, why);
@@ -101,9 +109,8 @@ void mth_free_page_slow(void *p, mth_page_t *page) {
       return;
     }
     if (((size_t)((uint8_t *)p - mth_page_start(page)) % page->block_size) == 0) {
-      mth_inbox_push(owner, (mth_block_t *)p);
-      if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
-      if (heap) MTH_RACY_ADD(heap->st_remote_out, 1);
+      bool overflow = mth_inbox_push(owner, (mth_block_t *)p);
+      mth_count_remote_free(heap, overflow);
       return;
     }
   }
@@ -127,10 +134,7 @@ void mth_free_slow(void *p) {
     return;
   }
   /* another thread's block: into its heap's inbox (one atomic); the owner reclaims it lazily */
-  mth_inbox_push(seg->heap, b);
-  /* counted in this thread's heap; a thread that only frees gets one just for its counters */
-  if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
-  if (heap) MTH_RACY_ADD(heap->st_remote_out, 1);
+  mth_count_remote_free(heap, mth_inbox_push(seg->heap, b));
 }
 
 size_t mth_usable_size(const void *p, const char *caller) {

@@ -22,17 +22,18 @@
  */
 #include "internal.h"
 
-void mth_inbox_push(mth_heap_t *owner, mth_block_t *b) {
+bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b) {
   uint64_t i = atomic_fetch_add_explicit(&owner->inbox_n, 1, memory_order_relaxed);
   if (MTH_LIKELY(i < MTH_INBOX_SLOTS)) {
     /* release: the owner's acquire load of the slot sees everything written to the block */
     atomic_store_explicit(&owner->inbox[i], b, memory_order_release);
-    return;
+    return false;
   }
   mth_block_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do b->next = head;
   while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, b, memory_order_release,
                                                 memory_order_relaxed));
+  return true;
 }
 
 static void mth_inbox_drain_slots(mth_heap_t *heap) {
@@ -53,6 +54,10 @@ static void mth_inbox_drain_slots(mth_heap_t *heap) {
 }
 
 void mth_heap_drain_remote(mth_heap_t *heap) {
+  if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) == 0 &&
+      atomic_load_explicit(&heap->remote, memory_order_relaxed) == NULL)
+    return;
+  MTH_RACY_ADD(heap->st_inbox_drains, 1);
   mth_inbox_drain_slots(heap);
   mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
   while (b) {

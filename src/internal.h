@@ -78,7 +78,8 @@
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
 #define MTH_RETIRED_MAX 16                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
-#define MTH_INBOX_SLOTS 256                  /* remote frees a heap takes before its overflow list */
+#define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
+                                                (xmalloc: 256 slots overflowed on half the frees) */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
 
@@ -190,6 +191,7 @@ struct mth_heap_s {
   /* statistics (owner writes, readers tolerate tearing) */
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
+  uint64_t st_inbox_overflow, st_inbox_drains, st_span_ops, st_segment_ops;
   /* bookkeeping */
   mth_heap_t *all_next;       /* every heap ever made: they are recycled, never freed */
   mth_heap_t *abandoned_next;
@@ -355,7 +357,7 @@ MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
 MTH_HIDDEN void mth_heap_drain_remote(mth_heap_t *heap);
 
 /* ---- remote frees (inbox.c) ---- */
-MTH_HIDDEN void mth_inbox_push(mth_heap_t *owner, mth_block_t *b);
+MTH_HIDDEN bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b);  /* true: overflow list */
 MTH_HIDDEN void mth_inbox_fork_child(mth_heap_t *heap);
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
 MTH_HIDDEN void mth_process_init(void);

@@ -63,6 +63,7 @@ static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
   seg->kind = MTH_SEG_SPANS;
   seg->nslots = 1;
   seg->heap = heap;
+  MTH_RACY_ADD(heap->st_segment_ops, 1);
   mth_segment_publish(seg);
   mth_seglist_push(&heap->segs_avail, seg);
   heap->empty_segs++;
@@ -73,6 +74,7 @@ static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
 static void mth_segment_free(mth_heap_t *heap, mth_segment_t *seg) {
   mth_seglist_remove(&heap->segs_avail, seg);
   heap->empty_segs--;
+  MTH_RACY_ADD(heap->st_segment_ops, 1);
   mth_segmap_set(seg, false);
   seg->heap = NULL;
   mth_arena_free(seg, 1, false);
@@ -110,6 +112,7 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
     MTH_RACY_SET(seg->pages[k].owner, NULL);
   }
   mth_pages_add(n << MTH_SLICE_SHIFT, true);
+  MTH_RACY_ADD(heap->st_span_ops, 1);
 }
 
 /* A span of n slices: preferably over free slices that are still resident (dirty), so that
@@ -165,6 +168,7 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
     MTH_RACY_SET(seg->pages[k].slice_offset, 0);
   }
   mth_pages_add(n << MTH_SLICE_SHIFT, false);
+  MTH_RACY_ADD(heap->st_span_ops, 1);
   uint64_t bits = mth_run_bits(idx, n);
   if (seg->on_full_list) {
     mth_seglist_remove(&heap->segs_full, seg);

@@ -49,6 +49,10 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
   acc->st->remote_frees += LOAD(h->st_remote_out);
   acc->st->reallocs_in_place += LOAD(h->st_realloc_inplace);
   acc->st->reallocs_mremap += LOAD(h->st_realloc_mremap);
+  acc->st->inbox_overflows += LOAD(h->st_inbox_overflow);
+  acc->st->inbox_drains += LOAD(h->st_inbox_drains);
+  acc->st->span_ops += LOAD(h->st_span_ops);
+  acc->st->segment_ops += LOAD(h->st_segment_ops);
 }
 
 static size_t mth_peak_in_use;
@@ -97,6 +101,8 @@ MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   out->lock_acquires = atomic_load(&mth_gstats.lock_acquires);
   out->lock_waits = atomic_load(&mth_gstats.lock_waits);
   out->lock_wait_ns = atomic_load(&mth_gstats.lock_wait_ns);
+  out->shared_rmw = out->remote_frees + out->inbox_overflows + 2 * out->inbox_drains + out->span_ops +
+                    3 * out->lock_acquires;
 }
 
 /* Sizes as people read them: 1023 B, 12.3 KiB, 4.0 MiB. */
@@ -150,6 +156,12 @@ MTHEAP_API void mtheap_stats_print(FILE *f) {
           (unsigned long long)st.threads_live, (unsigned long long)st.heaps_reused);
   mth_out(fd, "  locks      %llu acquisitions, %llu waited, %.1f us waiting in total\n",
           (unsigned long long)st.lock_acquires, (unsigned long long)st.lock_waits, (double)st.lock_wait_ns / 1000.0);
+  uint64_t ops = st.mallocs + st.frees;
+  mth_out(fd, "  shared     %llu atomic RMWs (%.2f per 1000 mallocs+frees): remote frees %llu, inbox overflows %llu,\n"
+              "             drains %llu, span ops %llu, segment ops %llu\n",
+          (unsigned long long)st.shared_rmw, ops ? 1000.0 * (double)st.shared_rmw / (double)ops : 0.0,
+          (unsigned long long)st.remote_frees, (unsigned long long)st.inbox_overflows,
+          (unsigned long long)st.inbox_drains, (unsigned long long)st.span_ops, (unsigned long long)st.segment_ops);
   mth_out(fd, "  %10s %14s %14s %12s %8s\n", "block size", "mallocs", "frees", "live", "pages");
   for (size_t i = 0; i < MTHEAP_NUM_CLASSES; i++) {
     const struct mtheap_class_stats *cl = &st.classes[i];

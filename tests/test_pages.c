@@ -2,8 +2,9 @@
  * that lets a batch of frees followed by a batch of mallocs reuse its pages instead of cycling
  * them through the segment.  The ring's bounds are the README's promise, so they are checked
  * through the statistics:
- *   reuse    100 blocks of 4 KiB and of 16 KiB allocated and freed, 50 rounds: the class keeps
- *            its pages (no more pages than one round needs), contents intact
+ *   reuse    100 blocks of 4 KiB (7 pages), 60 of 16 KiB (15 spans of four) allocated and freed,
+ *            50 rounds: the class keeps its pages (no more than one round needs; a round takes
+ *            no span from the segments), contents intact
  *   bound    empty pages of 24 classes at once: at most the per-class page of the small
  *            classes plus MTH_RETIRED_MAX (16) pages of MTH_RETIRED_SLICES (2 MiB) in all
  *   expire   after a batch, other work that takes the slow path: retired pages go back within
@@ -46,17 +47,26 @@ static void batch(size_t size, int n, uint64_t seed) {
 
 static void case_reuse(void) {
   const size_t sizes[] = {4096, 16384};
+  const int counts[] = {100, 60};
   for (int s = 0; s < 2; s++) {
     size_t size = sizes[s];
-    batch(size, 100, 1);
+    int n = counts[s];
+    batch(size, n, 1);
     uint64_t after_one = class_pages(size);
     TCHECKF(after_one >= 1, "class %zu: no page kept after a batch", size);
     for (int r = 0; r < 50; r++) {
-      batch(size, 100, (uint64_t)r << 8);
+      batch(size, n, (uint64_t)r << 8);
       uint64_t now = class_pages(size);
       TCHECKF(now <= after_one, "class %zu: %" PRIu64 " pages after round %d, %" PRIu64 " after the first",
               size, now, r, after_one);
     }
+    struct mtheap_stats a, b;
+    th_stats(&a);
+    batch(size, n, 99);
+    th_stats(&b);
+    /* a round reuses the kept pages: no span taken from or returned to the segments */
+    TCHECKF(b.span_ops == a.span_ops, "class %zu: %" PRIu64 " span operations in a round that reuses its pages",
+            size, b.span_ops - a.span_ops);
     mtheap_collect(true);
     TCHECKF(class_pages(size) == 0, "class %zu: %" PRIu64 " pages after mtheap_collect(true)", size,
             class_pages(size));

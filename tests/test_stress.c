@@ -17,7 +17,7 @@
  *   realloc    realloc chains across all size ranges, in several threads
  *   huge       1..64 MiB blocks allocated in one thread and freed in another
  *   inbox      the remote-free inbox (src/inbox.c): six threads free one owner's blocks at once,
- *              overflowing its 256 slots while it sleeps, then while it keeps allocating and
+ *              overflowing its 1024 slots while it sleeps, then while it keeps allocating and
  *              exits; a new thread adopts the parked heap while the frees go on.  Every block
  *              is checked before its free and no block comes back while another holds it
  *
@@ -505,7 +505,7 @@ static void *ib_owner(void *arg) {
     TCHECK(mine[j] != NULL);
   }
   atomic_store_explicit(&ib.published, upto, memory_order_release);
-  th_sleep_ms(30);   /* no slow path meanwhile: thousands of frees overflow the 256 slots */
+  th_sleep_ms(30);   /* no slow path meanwhile: thousands of frees overflow the 1024 slots */
   for (int j = 0; j < 64; j++) T_FREE(mine[j]);
   return NULL;
 }
@@ -534,6 +534,12 @@ static void case_inbox(void) {
   TCHECKF(s1.remote_frees >= s0.remote_frees + ib.n,
           "remote_frees %" PRIu64 " -> %" PRIu64 " while %" PRIu64 " blocks were freed by other threads",
           s0.remote_frees, s1.remote_frees, ib.n);
+  /* the sleeping owner made the freers use the overflow list; both were drained */
+  TCHECKF(s1.inbox_overflows > s0.inbox_overflows, "no remote free overflowed the inbox (%" PRIu64 ")",
+          s1.inbox_overflows);
+  TCHECKF(s1.inbox_drains > s0.inbox_drains, "inbox_drains %" PRIu64 " did not grow", s1.inbox_drains);
+  TCHECKF(s1.shared_rmw - s0.shared_rmw >= (s1.remote_frees - s0.remote_frees) + (s1.inbox_overflows - s0.inbox_overflows),
+          "shared_rmw %" PRIu64 " -> %" PRIu64 " counts less than the remote frees", s0.shared_rmw, s1.shared_rmw);
   T_FREE(ib.blocks);
   T_FREE(ib.sizes);
   /* every block came back: what is live now is only what other code holds */
