@@ -163,7 +163,9 @@ void mth_heaps_collect_abandoned(void) {
  * purges within a fraction of a second of the deadline, and one with nothing to purge pays
  * two loads. */
 void mth_heap_tick(mth_heap_t *heap) {
-  mth_heap_drain_remote(heap);   /* two relaxed loads when there is nothing */
+  if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) ||
+      atomic_load_explicit(&heap->remote, memory_order_relaxed))
+    mth_heap_drain_remote(heap);
   if ((++heap->ticks & 7) != 0) return;
   if (heap->retired_n) mth_retired_expire(heap);
   if (heap->purge_next_ms) {
