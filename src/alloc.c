@@ -14,7 +14,7 @@ static mth_heap_t *mth_heap(void) {
 
 void *mth_malloc_slow(size_t size) {
   /* The common ways here, done without the full slow path: a size above the direct table
-   * (1 KiB) whose bin's first page has a free block, and a page whose list ran dry while the
+   * (4 KiB) whose bin's first page has a free block, and a page whose list ran dry while the
    * owner's own frees wait on its local list (swapped in).  The tick comes first and the page
    * is looked up again after it: draining remote frees may retire pages.  The empty heap's
    * pages have no blocks at all, so a thread without a heap falls through to get one. */

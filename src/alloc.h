@@ -2,7 +2,7 @@
  * overriding symbols (override.c).  Nothing here takes a lock or does an atomic read-modify-
  * write: a thread allocating and freeing its own small blocks touches only its own heap.
  *
- * malloc: size -> heap->direct[] (up to 1 KiB) or the class's first page (up to 128 KiB) ->
+ * malloc: size -> heap->direct[] (up to 4 KiB) or the class's first page (up to 128 KiB) ->
  *   pop page->free.  Everything else (an empty list, a larger size, a thread without a heap)
  *   goes to mth_malloc_slow.
  * free:   pointer -> segmap bit (is it ours?) -> page (slice index and back-offset) -> if

@@ -69,7 +69,7 @@
 #define MTH_ADDR_BITS 48
 
 /* ---- size classes: 16-byte steps to 128, then 8 classes per doubling (<= 12.5% apart) ---- */
-#define MTH_SMALL_MAX 1024                   /* sizes served by the direct page table */
+#define MTH_SMALL_MAX 4096                   /* sizes served by the direct page table (2 KiB of it) */
 #define MTH_DIRECT_N (MTH_SMALL_MAX / 16 + 1)
 #define MTH_CLASS_MAX ((size_t)128 << 10)    /* largest size class; above: large spans */
 #define MTH_BINS 89                          /* classes 1..88; 0 unused */
