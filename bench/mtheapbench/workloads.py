@@ -232,6 +232,18 @@ def c_workloads():
         lambda m, t, v: ["-t", t, "-i", _q(m, 120, 400, 3)] + (
             ["--max-size", "4m"] if m == SMOKE else []),
         est=(0.7, 2.0)))
+    W.append(CWorkload(
+        "lone", "each thread: malloc(n); free() with no other block live, n = the variant",
+        lambda m, t, v: ["-t", t, "-i", _q(m, 3000000, 20000000, 2000), "-s", v],
+        variants=("16", "64", "256", "1024", "4096", "16384"), scaling=True, est=(0.15, 0.8)))
+    W.append(CWorkload(
+        "window", "each thread keeps 2000 live blocks of random size (8..4096 or 8..65536) and "
+        "replaces one per op",
+        lambda m, t, v: ["-t", t, "-w", _q(m, 2000, 2000, 100),
+                         "-n", _q(m, {"4k": 1000000, "64k": 300000}[v],
+                                  {"4k": 5000000, "64k": 1500000}[v], 2000),
+                         "-m", {"4k": 4096, "64k": 65536}[v]],
+        variants=("4k", "64k"), scaling=True, est=(0.3, 1.4)))
     rss = CWorkload(
         "rss-return", "a 1 GiB peak freed but 1 block in 100, then a little work every ms: "
         "% of the peak still resident after 3 s (mixed: 64 B..32 MiB blocks; small: 64 B..4 KiB)",
