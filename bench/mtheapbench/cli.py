@@ -230,6 +230,7 @@ def cmd_run(a):
         if err:
             print("mtheap-bench: warning: %s" % err, file=sys.stderr)
     prog = Progress([(w.name, e) for (_, w, _, _, _), e in zip(schedule, est)])
+    started = time.monotonic()
     runs = []
     data = {"meta": meta, "runs": runs}
     interrupted = False
@@ -257,8 +258,9 @@ def cmd_run(a):
     text = report.write_all(data, out)
     print(text)
     nfail = sum(1 for r in runs if r["status"] != "ok")
-    print("\n%d runs, %d FAIL; results in %s (results.json, results.csv, report.md, plots/)"
-          % (len(runs), nfail, out))
+    print("\n%d runs, %d FAIL in %s. The report and the plots:\n%s"
+          % (len(runs), nfail, fmt_dur(time.monotonic() - started),
+             "\n".join("  " + x for x in report.outputs(out))))
     if interrupted:
         print("mtheap-bench: interrupted; partial results saved", file=sys.stderr)
         return 130
@@ -312,8 +314,7 @@ def cmd_report(a):
     except (OSError, ValueError) as e:
         raise UsageError("cannot read results from %s: %s" % (a.dir, e))
     print(report.write_all(data, a.dir))
-    print("\nwrote %s" % ", ".join(os.path.join(a.dir, x) for x in
-                                   ("results.csv", "report.md", "plots/")))
+    print("\nwritten:\n" + "\n".join("  " + x for x in report.outputs(a.dir)))
     return 0
 
 
@@ -329,8 +330,8 @@ def build_parser():
     r = sub.add_parser("run", help="run workloads and write a report")
     g = r.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true", help="about 5 minutes on 2 cores (default)")
-    g.add_argument("--full", action="store_true", help="all thread counts, larger sizes, "
-                   "under an hour on 2 cores")
+    g.add_argument("--full", action="store_true", help="threads 1,2,4,8, larger sizes: "
+                   "about 40 minutes on 2 cores")
     g.add_argument("--smoke", action="store_true", help="tiny parameters, for the tests")
     r.add_argument("--allocators", default=",".join(allocators.DEFAULT),
                    help="comma-separated names (%s) or name=/path/lib.so; default: all"

@@ -197,7 +197,7 @@ class Redis(ServerWorkload):
     name = "redis"
     description = "redis-server (allocator preloaded) driven by redis-benchmark over loopback"
     tools = ("redis-server", "redis-benchmark")
-    _est = (2.5, 12.0)
+    _est = (2.4, 8.4)
 
     def preload_for(self, ctx, alloc):
         # Debian's redis-server links libjemalloc.so.2; for "glibc" preload a forwarder to
@@ -242,7 +242,7 @@ class Memcached(ServerWorkload):
     name = "memcached"
     description = "memcached (allocator preloaded) driven by memcaslap over loopback"
     tools = ("memcached",)
-    _est = (2.4, 8.0)
+    _est = (0.8, 5.6)
 
     @staticmethod
     def client_tool():
@@ -310,7 +310,7 @@ class Python(ScriptWorkload):
     description = "python3 allocation-heavy script (PYTHONMALLOC=malloc so the preloaded " \
                   "malloc serves every object)"
     tools = ("python3",)
-    _est = (1.8, 6.0)
+    _est = (0.85, 4.2)
 
     def cmd(self, ctx, mode):
         return ["python3", os.path.join(ctx.src_dir, "programs", "alloc_heavy.py"),
@@ -325,7 +325,7 @@ class Sqlite(ProgramWorkload):
     description = "sqlite3 CLI running an in-memory SQL workload (inserts, indexes, " \
                   "group-by, updates, a join); its answers are checked"
     tools = ("sqlite3",)
-    _est = (1.4, 5.0)
+    _est = (0.47, 3.5)
 
     SQL = """
 CREATE TABLE t(id INTEGER PRIMARY KEY, grp INTEGER, name TEXT, val REAL);

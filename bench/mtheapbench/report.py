@@ -4,6 +4,7 @@ import csv
 import math
 import json
 import os
+import sys
 from collections import OrderedDict
 
 from .stats import geomean, median, ratio, spread
@@ -18,8 +19,22 @@ def case_key(r):
 
 
 def case_label(key):
+    """workload[/variant] t=N; no thread count for a case that has none (threads 0)."""
     w, v, t = key
-    return "%s%s t=%d" % (w, "/" + v if v else "", t)
+    return "%s%s%s" % (w, "/" + v if v else "", " t=%d" % t if t else "")
+
+
+# A case whose runs of one allocator spread by more than this (max/min) proves nothing.
+NOISY_SPREAD = 1.5
+
+
+def is_noisy(c):
+    """True when some allocator's repetitions of the case spread by more than NOISY_SPREAD."""
+    for cell in c["allocs"].values():
+        lo, hi = cell.get("min"), cell.get("max")
+        if cell.get("median") is not None and lo and hi and lo > 0 and hi / lo > NOISY_SPREAD:
+            return True
+    return False
 
 
 def _alloc_order(runs, meta):
@@ -67,6 +82,12 @@ def summarize(runs, meta=None):
         c["best"] = best[0] if best else None
         for name, cell in c["allocs"].items():
             cell["vs_best"] = ratio(cell["median"], best[1], c["better"]) if best else None
+            # a best of 0 (no system calls at all) makes every ratio infinite: show the
+            # difference in the metric's own unit instead
+            cell["vs_best_diff"] = None
+            if best and cell["median"] is not None and best[1] == 0:
+                cell["vs_best"] = None
+                cell["vs_best_diff"] = cell["median"] - best[1]
             g = c["allocs"].get("glibc")
             cell["vs_glibc"] = ratio(cell["median"], g["median"], c["better"]) \
                 if g and g.get("median") else None
@@ -121,9 +142,16 @@ def _fmt(v, unit=""):
 
 
 def _x(v):
-    if v is None:
+    if v is None or math.isinf(v) or math.isnan(v):
         return "-"
-    return "inf" if math.isinf(v) else "%.2fx" % v
+    return "%.2fx" % v
+
+
+def _vs_best(cell):
+    if cell.get("vs_best_diff") is not None:
+        d = cell["vs_best_diff"]
+        return "best" if d == 0 else "+" + _fmt(d)
+    return _x(cell["vs_best"])
 
 
 def _rss(kb):
@@ -132,31 +160,54 @@ def _rss(kb):
     return "%.1f MiB" % (kb / 1024.0)
 
 
-def case_rows(c):
-    """Rows for one case: allocator, median, spread, vs best, vs glibc, wall, user, sys, RSS,
-    ok/n, fail reason."""
+def _row_name(key, c, name):
+    """What a row measured: the allocator, except for cases that do not measure one (the
+    profiler's cost runs under glibc's malloc, but it is plockstat's number)."""
+    if key[0] == "plockstat-cost":
+        return "plockstat -C"
+    return name
+
+
+def case_rows(key, c):
+    """Rows for one case: what ran, median, spread, vs best, vs glibc, wall, user, sys, RSS,
+    ok/n, note (a failure's reason, or that the runs spread too much to conclude anything)."""
     rows = []
     for name, cell in c["allocs"].items():
+        label = _row_name(key, c, name)
         if cell["median"] is None:
-            rows.append([name, "FAIL", "", "", "", "", "", "", "", "%d/%d" % (0, cell["n"]),
+            rows.append([label, "FAIL", "", "", "", "", "", "", "", "%d/%d" % (0, cell["n"]),
                          cell["fails"][0] if cell["fails"] else ""])
             continue
-        rows.append([name, _fmt(cell["median"]), "%s..%s" % (_fmt(cell["min"]), _fmt(cell["max"])),
-                     _x(cell["vs_best"]), _x(cell["vs_glibc"]), "%.2f" % cell["wall_s"],
+        lo, hi = cell["min"], cell["max"]
+        note = ("FAIL: " + cell["fails"][0]) if cell["fails"] else ""
+        if lo and hi and lo > 0 and hi / lo > NOISY_SPREAD:
+            note = (note + "; " if note else "") + "noisy (%.1fx spread)" % (hi / lo)
+        vs_glibc = "-" if c.get("allocator_independent") else _x(cell["vs_glibc"])
+        rows.append([label, _fmt(cell["median"]), "%s..%s" % (_fmt(lo), _fmt(hi)),
+                     _vs_best(cell), vs_glibc, "%.2f" % cell["wall_s"],
                      "%.2f" % cell["user_s"], "%.2f" % cell["sys_s"], _rss(cell["maxrss_kb"]),
-                     "%d/%d" % (cell["ok"], cell["n"]),
-                     ("FAIL: " + cell["fails"][0]) if cell["fails"] else ""])
+                     "%d/%d" % (cell["ok"], cell["n"]), note])
+        if key[0] == "plockstat-cost":
+            ex = [r.get("extra") or {} for r in cell["runs"] if r.get("status") == "ok"]
+            h = [e["H_added_ns"] for e in ex if isinstance(e.get("H_added_ns"), (int, float))]
+            if h:
+                rows.append(["plockstat -H", _fmt(sorted(h)[len(h) // 2]), "", "-", "-", "", "",
+                             "", "", "%d/%d" % (len(h), cell["n"]), "same runs as -C"])
     return rows
 
 
-HEAD = ["allocator", "median", "min..max", "vs best", "vs glibc", "wall s", "user s", "sys s",
+HEAD = ["run", "median", "min..max", "vs best", "vs glibc", "wall s", "user s", "sys s",
         "peak RSS", "ok", "note"]
 
 
 def _case_title(key, c):
     unit = c["unit"] or "?"
-    return "%s: %s [%s], %s is better" % (case_label(key), c["metric"] or "?", unit,
-                                        c["better"])
+    t = "%s: %s [%s], %s is better" % (case_label(key), c["metric"] or "?", unit, c["better"])
+    if c.get("allocator_independent"):
+        t += " (not an allocator comparison)"
+    if is_noisy(c):
+        t += "  ** NOISY: runs spread by more than %.1fx, draw no conclusion **" % NOISY_SPREAD
+    return t
 
 
 def text_tables(cases, order, meta=None):
@@ -164,7 +215,7 @@ def text_tables(cases, order, meta=None):
     for key, c in cases.items():
         lines.append("")
         lines.append(_case_title(key, c))
-        rows = [HEAD] + case_rows(c)
+        rows = [HEAD] + case_rows(key, c)
         widths = [max(len(str(r[i])) for r in rows) for i in range(len(HEAD) - 1)]
         for r in rows:
             lines.append("  " + "  ".join(str(r[i]).ljust(widths[i])
@@ -179,6 +230,10 @@ def text_tables(cases, order, meta=None):
         lines.append("  %-12s %10s %10s %7d %12d" % (a, _x(s["time_geomean"]),
                                                      _x(s["rss_geomean"]), s["cases"],
                                                      s["failed_runs"]))
+    noisy = [case_label(k) for k, c in cases.items() if is_noisy(c)]
+    if noisy:
+        lines.append("Noisy cases (some allocator's runs spread by more than %.1fx; read no "
+                     "conclusion into them): %s" % (NOISY_SPREAD, ", ".join(noisy)))
     return "\n".join(lines)
 
 
@@ -199,8 +254,8 @@ def matrix_markdown(cases, order, what="metric"):
     head = "| case | metric | " + " | ".join(order) + " |"
     out = [head, "|---|---|" + "---:|" * len(order)]
     for key, c in cases.items():
-        if what == "rss" and (c.get("untimed") or c.get("allocator_independent")):
-            continue
+        if c.get("allocator_independent") or (what == "rss" and c.get("untimed")):
+            continue   # not allocator comparisons: their own tables below
         cells = []
         for a in order:
             cell = c["allocs"].get(a)
@@ -220,7 +275,8 @@ def matrix_markdown(cases, order, what="metric"):
                     cells[-1] += " +%d FAIL" % len(cell["fails"])
         label = ("peak RSS MiB" if what == "rss" else
                  "%s [%s], %s better" % (c["metric"], c["unit"], c["better"]))
-        out.append("| %s | %s | %s |" % (case_label(key), label, " | ".join(cells)))
+        name = case_label(key) + (" (noisy)" if is_noisy(c) else "")
+        out.append("| %s | %s | %s |" % (name, label, " | ".join(cells)))
     return "\n".join(out)
 
 
@@ -246,6 +302,11 @@ def markdown(cases, order, meta, plots):
             "peak RSS, each divided by the reference allocator's for the same case "
             "(cases where either failed a run are left out; see the failures below).", "",
             summary_markdown(cases, order), ""]
+    noisy = [case_label(k) for k, c in cases.items() if is_noisy(c)]
+    if noisy:
+        out += ["**Noisy cases** (some allocator's repetitions spread by more than %.1fx, "
+                "max/min: the machine was disturbed; read no conclusion into them): %s"
+                % (NOISY_SPREAD, ", ".join(noisy)), ""]
     for p in plots:
         out.append("![%s](%s)" % (os.path.basename(p), p))
     out += ["", "## All cases at a glance", "",
@@ -263,7 +324,7 @@ def markdown(cases, order, meta, plots):
         out.append("")
         out.append("| " + " | ".join(HEAD) + " |")
         out.append("|" + "---|" * len(HEAD))
-        for r in case_rows(c):
+        for r in case_rows(key, c):
             out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
         out.append("")
     fails = [(case_label(k), a, reason) for k, c in cases.items()
@@ -289,114 +350,169 @@ def write_csv(runs, path):
 
 
 def throughput(r):
-    """Work per second for the scaling plot: the workload's ops_per_s when it reports one,
-    else its metric when higher is better, else 1/time."""
+    """(value, unit) for the scaling plot: the workload's own metric when higher is better (in
+    its unit: loops/s, req/s, ...), else its ops_per_s when it reports one, else runs per
+    second (1/time)."""
     ex = r.get("extra") or {}
-    if isinstance(ex.get("ops_per_s"), (int, float)):
-        return float(ex["ops_per_s"])
     if r.get("better") == "higher":
-        return float(r["value"])
+        return float(r["value"]), r.get("unit") or "per s"
+    if isinstance(ex.get("ops_per_s"), (int, float)):
+        return float(ex["ops_per_s"]), "ops/s"
     v = float(r["value"])
-    return 1.0 / v if v > 0 else None
+    return (1.0 / v if v > 0 else None), "runs/s (1 / time)"
+
+
+PLOT_DPI = 160
+MARKERS = "osD^vP*X<>"
+
+
+def _ratio_axis(axis):
+    """Log-scale ticks labelled as ratios: 0.25x, 0.5x, 1x, 2x, 4x."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    ticks = [2.0 ** k for k in range(-6, 7)]
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda v, _: ("%gx" % v)))
+
+
+def scaling_figure(cases, order, colors):
+    """Throughput against threads, one panel per workload that ran at several thread counts.
+    Returns the figure, or None."""
+    import matplotlib.pyplot as plt
+    by_w = OrderedDict()
+    for (w, v, t), c in cases.items():
+        if c.get("allocator_independent"):
+            continue
+        by_w.setdefault((w, v), []).append((t, c))
+    multi = [(wv, lst) for wv, lst in by_w.items() if len({t for t, _ in lst}) > 1]
+    if not multi:
+        return None
+    n = len(multi)
+    cols = min(3, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.3 * rows + 0.9), squeeze=False)
+    step = 0.035   # markers of different allocators side by side, not on top of each other
+    for idx, ((w, v), lst) in enumerate(multi):
+        ax = axes[idx // cols][idx % cols]
+        threads = sorted({t for t, _ in lst})
+        unit = "ops/s"
+        for j, a in enumerate(order):
+            xs, ys = [], []
+            for t, c in sorted(lst, key=lambda x: x[0]):
+                cell = c["allocs"].get(a)
+                if not cell or not cell["ok"]:
+                    continue
+                got = [throughput(r) for r in cell["runs"] if r.get("status") == "ok"]
+                tp = sorted(x for x, _ in got if x)
+                if tp:
+                    unit = got[0][1]
+                    xs.append(t * (1 + step * (j - (len(order) - 1) / 2.0)))
+                    ys.append(tp[len(tp) // 2])
+            if xs:
+                ax.plot(xs, ys, marker=MARKERS[j % len(MARKERS)], markersize=5, linewidth=1.2,
+                        label=a, color=colors[a], alpha=0.9)
+        ax.set_title(w + ("/" + v if v else ""), fontsize=10)
+        ax.set_xlabel("threads", fontsize=9)
+        ax.set_ylabel(unit + " (higher is better)", fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(threads)
+        ax.set_xticklabels([str(t) for t in threads])
+        ax.set_ylim(bottom=0)
+        ax.grid(linewidth=0.3, alpha=0.5)
+    for idx in range(n, rows * cols):
+        axes[idx // cols][idx % cols].axis("off")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.suptitle("Throughput against threads (median of the repetitions)", fontsize=12)
+    fig.legend(handles, labels, loc="upper center", ncol=len(order), fontsize=9,
+               bbox_to_anchor=(0.5, 1.0 - 0.45 / (3.3 * rows + 0.9)))
+    fig.tight_layout(rect=(0, 0, 1, 1.0 - 0.9 / (3.3 * rows + 0.9)))
+    return fig
+
+
+def relative_figure(cases, order, colors, field, ref, what):
+    """One row per case, one marker per allocator: its median over the reference's, log scale
+    labelled as ratios.  Returns the figure, or None."""
+    import matplotlib.pyplot as plt
+    keys = [k for k, c in cases.items() if not c.get("allocator_independent")
+            and not (field == "wall_s" and c.get("untimed"))
+            and c["allocs"].get(ref) and c["allocs"][ref].get("median") is not None]
+    if not keys:
+        return None
+    fig, ax = plt.subplots(figsize=(8.0, 0.28 * len(keys) + 2.0))
+    k_off = 0.5 / max(1, len(order))   # each allocator on its own sub-row: nothing hidden
+    for j, a in enumerate(order):
+        ys, xs, fx = [], [], []
+        for i, k in enumerate(keys):
+            cell = cases[k]["allocs"].get(a)
+            rc = cases[k]["allocs"][ref]
+            if not cell:
+                continue
+            y = i + (j - (len(order) - 1) / 2.0) * k_off
+            if cell.get("median") is None:
+                fx.append(y)
+            elif cell.get(field) and rc.get(field):
+                ys.append(y)
+                xs.append(cell[field] / rc[field])
+        ax.plot(xs, ys, linestyle="none", marker=MARKERS[j % len(MARKERS)], markersize=5,
+                color=colors[a], label=a, alpha=0.9)
+        if fx:
+            ax.plot([1.0] * len(fx), fx, "x", color=colors[a], markersize=8)
+    ax.set_xscale("log")
+    _ratio_axis(ax.xaxis)
+    lo = min([0.5] + [l.get_xdata().min() for l in ax.get_lines() if len(l.get_xdata())])
+    hi = max([2.0] + [l.get_xdata().max() for l in ax.get_lines() if len(l.get_xdata())])
+    ax.set_xlim(lo / 1.2, hi * 1.2)
+    ax.axvline(1.0, color="black", linewidth=0.7)
+    ax.set_yticks(range(len(keys)))
+    ax.set_yticklabels([case_label(k) + (" (noisy)" if is_noisy(cases[k]) else "")
+                        for k in keys], fontsize=8)
+    ax.set_ylim(len(keys) - 0.5, -0.5)
+    ax.grid(axis="x", linewidth=0.3, alpha=0.5)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel("%s relative to %s (log scale; lower is better; x = failed)" % (what, ref),
+                  fontsize=9)
+    ax.set_ylabel("case (workload/variant, threads)", fontsize=9)
+    ax.set_title("%s of every allocator relative to %s, per case" % (what.capitalize(), ref),
+                 fontsize=11)
+    ax.legend(fontsize=8, ncol=min(len(order), 6), loc="upper center",
+              bbox_to_anchor=(0.5, -0.9 / (0.28 * len(keys) + 2.0) - 0.02))
+    fig.tight_layout()
+    return fig
+
+
+def figures(cases, order):
+    """{file name: figure} of every plot there is data for (matplotlib needed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cmap = plt.get_cmap("tab10")
+    colors = {a: cmap(i % 10) for i, a in enumerate(order)}
+    out = OrderedDict()
+    fig = scaling_figure(cases, order, colors)
+    if fig is not None:
+        out["scaling.png"] = fig
+    ref = "glibc" if "glibc" in order else (order[0] if order else None)
+    for field, what, fname in (("wall_s", "wall time", "relative_time.png"),
+                               ("maxrss_kb", "peak RSS", "relative_rss.png")):
+        fig = relative_figure(cases, order, colors, field, ref, what)
+        if fig is not None:
+            out[fname] = fig
+    return out
 
 
 def plots(cases, order, runs, out_dir, prefix=""):
-    """Writes the PNGs; returns their paths relative to out_dir ([] without matplotlib)."""
+    """Writes the PNGs; returns their paths, or None when matplotlib is not installed."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401
     except ImportError:
-        return []
+        return None
+    import matplotlib.pyplot as plt
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    colors = {}
-    cmap = plt.get_cmap("tab10")
-    for i, a in enumerate(order):
-        colors[a] = cmap(i % 10)
-
-    # Throughput against threads, per workload that ran at more than one thread count.
-    by_w = OrderedDict()
-    for (w, v, t), c in cases.items():
-        by_w.setdefault((w, v), []).append((t, c))
-    multi = [(wv, lst) for wv, lst in by_w.items() if len({t for t, _ in lst}) > 1]
-    if multi:
-        n = len(multi)
-        cols = min(3, n)
-        rows = (n + cols - 1) // cols
-        fig, axes = plt.subplots(rows, cols, figsize=(4.0 * cols, 2.8 * rows), squeeze=False)
-        for idx, ((w, v), lst) in enumerate(multi):
-            ax = axes[idx // cols][idx % cols]
-            for a in order:
-                xs, ys = [], []
-                for t, c in sorted(lst, key=lambda x: x[0]):
-                    cell = c["allocs"].get(a)
-                    if not cell or not cell["ok"]:
-                        continue
-                    tp = [throughput(r) for r in cell["runs"] if r.get("status") == "ok"]
-                    tp = [x for x in tp if x]
-                    if tp:
-                        xs.append(t)
-                        ys.append(sorted(tp)[len(tp) // 2])
-                if xs:
-                    ax.plot(xs, ys, marker="o", label=a, color=colors[a])
-            ax.set_title(w + ("/" + v if v else ""), fontsize=9)
-            ax.set_xlabel("threads", fontsize=8)
-            ax.set_ylabel("ops/s", fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.set_xticks(sorted({t for t, _ in lst}))
-        for idx in range(n, rows * cols):
-            axes[idx // cols][idx % cols].axis("off")
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="upper center", ncol=len(order), fontsize=8)
-        fig.tight_layout(rect=(0, 0, 1, 0.93))
-        p = os.path.join(out_dir, prefix + "scaling.png")
-        fig.savefig(p, dpi=70)
-        plt.close(fig)
-        written.append(p)
-
-    ref = "glibc" if "glibc" in order else (order[0] if order else None)
-    for field, title, fname in (("wall_s", "wall time relative to %s (log scale; lower is "
-                                 "better; x = failed)", "relative_time.png"),
-                                ("maxrss_kb", "peak RSS relative to %s (log scale; lower is "
-                                 "better; x = failed)", "relative_rss.png")):
-        keys = [k for k, c in cases.items() if not c.get("allocator_independent")
-                and not (field == "wall_s" and c.get("untimed"))
-                and c["allocs"].get(ref) and c["allocs"][ref].get("median") is not None]
-        if not keys:
-            continue
-        # One row per case, one marker per allocator: compact enough for many cases.
-        fig, ax = plt.subplots(figsize=(7.0, 0.24 * len(keys) + 1.4))
-        markers = "osD^vP*X<>"
-        for j, a in enumerate(order):
-            ys, xs, fx = [], [], []
-            for i, k in enumerate(keys):
-                cell = cases[k]["allocs"].get(a)
-                rc = cases[k]["allocs"][ref]
-                if not cell:
-                    continue
-                if cell.get("median") is None:
-                    fx.append(i)
-                elif cell.get(field) and rc.get(field):
-                    ys.append(i)
-                    xs.append(cell[field] / rc[field])
-            ax.plot(xs, ys, linestyle="none", marker=markers[j % len(markers)], markersize=5,
-                    color=colors[a], label=a, alpha=0.85)
-            if fx:
-                ax.plot([1.0] * len(fx), fx, "x", color=colors[a], markersize=8)
-        ax.set_xscale("log")
-        ax.axvline(1.0, color="black", linewidth=0.6)
-        ax.set_yticks(range(len(keys)))
-        ax.set_yticklabels([case_label(k) for k in keys], fontsize=7)
-        ax.set_ylim(len(keys) - 0.5, -0.5)
-        ax.grid(axis="y", linewidth=0.3, alpha=0.5)
-        ax.tick_params(axis="x", labelsize=7)
-        ax.set_title(title % ref, fontsize=9)
-        ax.legend(fontsize=7, ncol=min(len(order), 6), loc="lower center",
-                  bbox_to_anchor=(0.5, 1.03 + 0.3 / max(1, len(keys))))
-        fig.tight_layout()
+    for fname, fig in figures(cases, order).items():
         p = os.path.join(out_dir, prefix + fname)
-        fig.savefig(p, dpi=70)
+        fig.savefig(p, dpi=PLOT_DPI, bbox_inches="tight")
         plt.close(fig)
         written.append(p)
     return written
@@ -415,10 +531,24 @@ def write_all(data, out_dir, quiet=False):
         c["untimed"] = w in untimed
     write_csv(runs, os.path.join(out_dir, "results.csv"))
     pngs = plots(cases, order, runs, os.path.join(out_dir, "plots"))
-    rel = [os.path.relpath(p, out_dir) for p in pngs]
+    rel = [os.path.relpath(p, out_dir) for p in pngs or []]
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(markdown(cases, order, meta, rel))
-    return text_tables(cases, order, meta)
+    text = text_tables(cases, order, meta)
+    if pngs is None:
+        text += ("\nmtheap-bench: no plots: matplotlib is not installed for %s "
+                 "(scripts/deps.sh installs it)" % sys.executable)
+    return text
+
+
+def outputs(out_dir):
+    """The files a run or `report` leaves in out_dir, as paths to show the user."""
+    names = ["results.json", "results.csv", "report.md"]
+    plots_dir = os.path.join(out_dir, "plots")
+    if os.path.isdir(plots_dir):
+        names += [os.path.join("plots", f) for f in sorted(os.listdir(plots_dir))
+                  if f.endswith(".png")]
+    return [os.path.join(out_dir, n) for n in names if os.path.exists(os.path.join(out_dir, n))]
 
 
 def load(out_dir):
