@@ -10,6 +10,7 @@ import shutil
 import signal
 import socket
 import time
+import sys
 
 from . import runner, stats
 from .workloads import (QUICK, FULL, SMOKE, Workload, base_env, finish_record,
@@ -395,5 +396,55 @@ SELECT 'C', count(*) FROM t a JOIN t b ON a.id = b.id + 1 WHERE a.grp = b.grp + 
         return rec
 
 
+class Perl(ScriptWorkload):
+    name = "perl"
+    description = "perl building, sorting, deleting and rebuilding a hash of 60,000 records " \
+                  "per round (Debian's perl allocates with malloc); its results are checked"
+    tools = ("perl",)
+    _est = (1.0, 3.5)
+
+    def cmd(self, ctx, mode):
+        return ["perl", os.path.join(ctx.src_dir, "programs", "alloc_heavy.pl"),
+                "--scale", str(_q(mode, 1, 4, 1))]
+
+    def env_extra(self):
+        return {"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
+
+
+class Z3(ProgramWorkload):
+    name = "z3"
+    description = "z3 solving n queens as integer constraints (n = 28; 32 in --full); the " \
+                  "placement it finds is checked"
+    tools = ("z3",)
+    _est = (2.4, 9.0)
+
+    def run(self, ctx, alloc, threads, variant, mode, log_base, timeout=None):
+        from .workloads import fail_reason
+        sys.path.insert(0, os.path.join(ctx.src_dir, "programs"))
+        import z3_queens
+        rec = {"cmd": ""}
+        missing = self.missing_tools()
+        if missing:
+            rec.update(status="FAIL", reason="not installed: %s" % ", ".join(missing),
+                       wall_s=0, user_s=0, sys_s=0, maxrss_kb=0)
+            return rec
+        n = _q(mode, 28, 32, 10)
+        smt = log_base + ".smt2"
+        with open(smt, "w") as f:
+            f.write(z3_queens.problem(n))
+        cmd = ["z3", smt]
+        res = runner.run(cmd, base_env(alloc.preload(), alloc.env), timeout or self.timeout(mode),
+                         log_base)
+        rec.update(record_from_process(res, None))
+        rec["cmd"] = " ".join(cmd)
+        reason = fail_reason(res, []) or z3_queens.check(n, res.stdout)
+        if reason:
+            rec.update(status="FAIL", reason=reason)
+            return rec
+        rec.update(status="ok", reason="", metric="time", value=res.wall, unit="s",
+                   better="lower", extra={"queens": n})
+        return rec
+
+
 def program_workloads():
-    return [Redis(), Memcached(), Python(), Sqlite()]
+    return [Redis(), Memcached(), Python(), Sqlite(), Perl(), Z3()]
