@@ -44,8 +44,14 @@ MTH_INLINE void mth_free_fast(void *p) {
     mth_heap_t *heap = mth_tls_heap;
     if (MTH_LIKELY(MTH_RACY_GET(page->owner) == heap)) {
       mth_block_t *b = (mth_block_t *)p;
-      b->next = page->local_free;
-      page->local_free = b;
+      /* An empty allocation list takes the block back at once (LIFO: the next malloc reuses a
+       * block still in cache), but only for a while after the page's last refill: every
+       * MTH_LIFO_MAX mallocs the block goes to local_free instead, so the next malloc takes
+       * the slow path and its tick (remote frees, purging) still runs. */
+      mth_block_t **list = page->free == NULL && page->nmalloc < MTH_LIFO_MAX ? &page->free
+                                                                              : &page->local_free;
+      b->next = *list;
+      *list = b;
       MTH_RACY_ADD(page->used, -1);
       if (MTH_UNLIKELY(page->used == 0) && !page->retired &&
           (page->next != NULL || page->prev != NULL || page->block_size > MTH_RETAIN_MAX))

@@ -78,6 +78,7 @@
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
 #define MTH_RETIRED_MAX 16                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
+#define MTH_LIFO_MAX 4096                    /* frees straight back to an empty list between ticks */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
                                                 (xmalloc: 256 slots overflowed on half the frees) */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
