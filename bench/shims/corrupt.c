@@ -89,8 +89,10 @@ static int forget(void *p) {
 
 EXPORT void *malloc(size_t n) { return handout(__libc_malloc(n), n); }
 EXPORT void *calloc(size_t a, size_t b) { return handout(__libc_calloc(a, b), a * b); }
+/* free(NULL) is a call of the allocator too: it may corrupt the pending block (the lone
+ * workload has no other call while its one block is live). */
 EXPORT void free(void *p) {
-  if (p && !forget(p)) __libc_free(p);
+  if (!forget(p) && p) __libc_free(p);
 }
 EXPORT void *realloc(void *p, size_t n) {
   if (!p) return malloc(n);
