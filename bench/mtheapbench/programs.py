@@ -198,7 +198,7 @@ class Redis(ServerWorkload):
     name = "redis"
     description = "redis-server (allocator preloaded) driven by redis-benchmark over loopback"
     tools = ("redis-server", "redis-benchmark")
-    _est = (2.4, 8.4)
+    _est = (2.12, 8.4)
 
     def preload_for(self, ctx, alloc):
         # Debian's redis-server links libjemalloc.so.2; for "glibc" preload a forwarder to
@@ -243,7 +243,7 @@ class Memcached(ServerWorkload):
     name = "memcached"
     description = "memcached (allocator preloaded) driven by memcaslap over loopback"
     tools = ("memcached",)
-    _est = (0.8, 5.6)
+    _est = (0.64, 5.6)
 
     @staticmethod
     def client_tool():
@@ -311,7 +311,7 @@ class Python(ScriptWorkload):
     description = "python3 allocation-heavy script (PYTHONMALLOC=malloc so the preloaded " \
                   "malloc serves every object)"
     tools = ("python3",)
-    _est = (0.85, 4.2)
+    _est = (0.71, 4.2)
 
     def cmd(self, ctx, mode):
         return ["python3", os.path.join(ctx.src_dir, "programs", "alloc_heavy.py"),
@@ -326,7 +326,7 @@ class Sqlite(ProgramWorkload):
     description = "sqlite3 CLI running an in-memory SQL workload (inserts, indexes, " \
                   "group-by, updates, a join); its answers are checked"
     tools = ("sqlite3",)
-    _est = (0.47, 3.5)
+    _est = (0.40, 3.5)
 
     SQL = """
 CREATE TABLE t(id INTEGER PRIMARY KEY, grp INTEGER, name TEXT, val REAL);
@@ -401,7 +401,7 @@ class Perl(ScriptWorkload):
     description = "perl building, sorting, deleting and rebuilding a hash of 60,000 records " \
                   "per round (Debian's perl allocates with malloc); its results are checked"
     tools = ("perl",)
-    _est = (1.0, 3.5)
+    _est = (0.54, 3.5)
 
     def cmd(self, ctx, mode):
         return ["perl", os.path.join(ctx.src_dir, "programs", "alloc_heavy.pl"),
@@ -416,7 +416,7 @@ class Z3(ProgramWorkload):
     description = "z3 solving n queens as integer constraints (n = 28; 32 in --full); the " \
                   "placement it finds is checked"
     tools = ("z3",)
-    _est = (2.4, 9.0)
+    _est = (1.70, 9.0)
 
     def run(self, ctx, alloc, threads, variant, mode, log_base, timeout=None):
         from .workloads import fail_reason

@@ -168,74 +168,74 @@ def c_workloads():
         "other frees them (random sizes up to 4 KiB); loops/s",
         lambda m, t, v: ["-t", t, "-n", 5000, "-m", 4096, "-r", "-c", 0, "-l", 1000,
                          "-f", _q(m, 120, 300, 3)],
-        scaling=True, est=(0.22, 1.26)))
+        scaling=True, est=(0.19, 1.26)))
     W.append(CWorkload(
         "threads-1k", "each thread: malloc(1024)/free pairs (reference 001)",
         lambda m, t, v: ["-t", t, "-i", _q(m, 8000000, 20000000, 2000)],
-        scaling=True, est=(0.27, 1.4)))
+        scaling=True, est=(0.23, 1.4)))
     W.append(CWorkload(
         "general", "libmtmalloc general: NCPUS threads each keep N blocks of 0..63 bytes, "
         "then free them",
         lambda m, t, v: ["-t", t, "-n", _q(m, 1000000, 1000000, 2000),
                          "-r", _q(m, 2, 5, 1)],
-        est=(0.22, 1.05)))
+        est=(0.19, 1.05)))
     W.append(CWorkload(
         "mmap-lock", "NTT: K threads fault on a mmapped file while one thread mallocs "
         "64 KiB/16 MiB; that thread's malloc p99 latency",
         lambda m, t, v: ["-t", t, "-i", _q(m, 150, 300, 5), "--file-mb", _q(m, 256, 512, 8)],
-        est=(0.37, 1.61), preload_shims=("mmapcount",)))
+        est=(0.31, 1.61), preload_shims=("mmapcount",)))
     W.append(CWorkload(
         "rwlock-fairness", "glibc rwlock kinds: writer wait p99 while readers overlap "
         "(not an allocator test: runs under glibc only)",
         lambda m, t, v: ["-t", 4, "-k", v, "-d", _q(m, 1500, 5000, 200),
                          "--timeout-ms", _q(m, 300, 1000, 100)],
         variants=("default", "prefer-writer", "nonrecursive"), allocator_independent=True,
-        est=(2.05, 3.71)))
+        est=(1.79, 3.71)))
     W.append(CWorkload(
         "threadtest", "Hoard threadtest: each thread allocates and frees its share of "
         "8-byte objects",
         lambda m, t, v: ["-t", t, "-i", _q(m, 1000, 2500, 2), "-n", 30000],
-        scaling=True, est=(0.42, 1.47)))
+        scaling=True, est=(0.34, 1.47)))
     W.append(CWorkload(
         "larson", "Larson server simulation: random replacement, thread churn, cross-thread "
         "frees",
         lambda m, t, v: ["-t", t, "-n", 1000, "-o", _q(m, 300000, 500000, 500),
                          "-g", _q(m, 5, 8, 2)],
-        scaling=True, est=(0.16, 1.54)))
+        scaling=True, est=(0.12, 1.54)))
     W.append(CWorkload(
         "xmalloc", "producer/consumer: T threads allocate, T others free",
         lambda m, t, v: ["-t", t, "-n", _q(m, 1000000, 2500000, 2000)],
-        scaling=True, est=(0.24, 1.4)))
+        scaling=True, est=(0.14, 1.4)))
     W.append(CWorkload(
         "cache-thrash", "active false sharing: small objects written by their threads",
         lambda m, t, v: ["-t", t, "-i", _q(m, 4000, 10000, 10), "-r", _q(m, 10000, 10000, 10)],
-        est=(0.58, 1.26)))
+        est=(0.49, 1.26)))
     W.append(CWorkload(
         "cache-scratch", "passive false sharing: threads free neighbouring objects, then "
         "allocate their own",
         lambda m, t, v: ["-t", t, "-i", _q(m, 4000, 10000, 10), "-r", _q(m, 10000, 10000, 10)],
-        est=(0.55, 1.26)))
+        est=(0.56, 1.26)))
     W.append(CWorkload(
         "shbench", "random sizes (skewed small), random lifetimes",
         lambda m, t, v: ["-t", t, "-n", _q(m, 40000, 100000, 20)],
-        est=(0.21, 1.33)))
+        est=(0.17, 1.33)))
     W.append(CWorkload(
         "mstress", "mixed lifetimes, thread churn, long-lived shared pool",
         lambda m, t, v: ["-t", t, "-r", _q(m, 40, 80, 2), "-o", _q(m, 40000, 40000, 500)],
-        est=(0.24, 2.1)))
+        est=(0.15, 2.1)))
     W.append(CWorkload(
         "realloc", "growth chains with realloc, contents checked at every step",
         lambda m, t, v: ["-t", t, "-n", _q(m, 300, 600, 5)],
-        est=(0.22, 1.96)))
+        est=(0.19, 1.96)))
     W.append(CWorkload(
         "large", "64 KiB..64 MiB blocks, every page touched, 4 live per thread",
         lambda m, t, v: ["-t", t, "-i", _q(m, 120, 400, 3)] + (
             ["--max-size", "4m"] if m == SMOKE else []),
-        est=(0.5, 1.4)))
+        est=(0.41, 1.4)))
     W.append(CWorkload(
         "lone", "each thread: malloc(n); free() with no other block live, n = the variant",
         lambda m, t, v: ["-t", t, "-i", _q(m, 3000000, 20000000, 2000), "-s", v],
-        variants=("16", "64", "256", "1024", "4096", "16384"), scaling=True, est=(0.15, 0.8)))
+        variants=("16", "64", "256", "1024", "4096", "16384"), scaling=True, est=(0.11, 0.8)))
     W.append(CWorkload(
         "window", "each thread keeps 2000 live blocks of random size (8..4096 or 8..65536) and "
         "replaces one per op",
@@ -243,13 +243,13 @@ def c_workloads():
                          "-n", _q(m, {"4k": 1000000, "64k": 300000}[v],
                                   {"4k": 5000000, "64k": 1500000}[v], 2000),
                          "-m", {"4k": 4096, "64k": 65536}[v]],
-        variants=("4k", "64k"), scaling=True, est=(0.3, 1.4)))
+        variants=("4k", "64k"), scaling=True, est=(0.15, 1.4)))
     rss = CWorkload(
         "rss-return", "a 1 GiB peak freed but 1 block in 100, then a little work every ms: "
         "% of the peak still resident after 3 s (mixed: 64 B..32 MiB blocks; small: 64 B..4 KiB)",
         lambda m, t, v: ["-t", t, "-s", _q(m, 1024, 1024, 32), "-w", _q(m, 3000, 3000, 300),
                          "-m", {"mixed": 1 << 20, "small": 4096}[v]],
-        est=(4.6, 4.6), threads=1, timed=False, variants=("mixed", "small"))
+        est=(4.02, 4.6), threads=1, timed=False, variants=("mixed", "small"))
     rss.once = True   # the figures repeat to the decimal; one run per allocator is enough
     W.append(rss)
     return W
@@ -269,7 +269,7 @@ class MmapSyscalls(Workload):
     SYSCALLS = ("mmap", "munmap", "mremap", "madvise", "brk")
 
     def est_seconds(self, mode):
-        return {QUICK: 0.35, FULL: 1.05, SMOKE: 1.0}[mode]
+        return {QUICK: 0.29, FULL: 1.05, SMOKE: 1.0}[mode]
 
     def fixed_threads(self, ctx, mode):
         return 0
@@ -344,7 +344,7 @@ class PlockstatCost(Workload):
     MODES = (("bare", []), ("C", ["-C"]), ("H", ["-H"]))
 
     def est_seconds(self, mode):
-        return {QUICK: 2.0, FULL: 8.4, SMOKE: 2.0}[mode]
+        return {QUICK: 1.62, FULL: 8.4, SMOKE: 2.0}[mode]
 
     def fixed_threads(self, ctx, mode):
         return 2
