@@ -473,7 +473,7 @@ def relative_figure(cases, order, colors, field, ref, what):
     ax.set_xlabel("%s relative to %s (log scale; lower is better; x = failed)" % (what, ref),
                   fontsize=9)
     ax.set_ylabel("case (workload/variant, threads)", fontsize=9)
-    ax.set_title("%s of every allocator relative to %s, per case" % (what.capitalize(), ref),
+    ax.set_title("%s of every allocator relative to %s, per case" % (what[0].upper() + what[1:], ref),
                  fontsize=11)
     ax.legend(fontsize=8, ncol=min(len(order), 6), loc="upper center",
               bbox_to_anchor=(0.5, -0.9 / (0.28 * len(keys) + 2.0) - 0.02))
