@@ -321,7 +321,41 @@ class Python(ScriptWorkload):
         return {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}
 
 
-class Sqlite(ProgramWorkload):
+class CheckedProgram(ProgramWorkload):
+    """Template: write the program's input, run it with the allocator preloaded, check its
+    answer; the metric is its wall time."""
+
+    def command(self, ctx, mode, log_base):
+        """(argv, extra): the command, and what the check and the record need to know."""
+        raise NotImplementedError
+
+    def check(self, extra, out):
+        """None if the program's stdout is the right answer, else what is wrong."""
+        raise NotImplementedError
+
+    def run(self, ctx, alloc, threads, variant, mode, log_base, timeout=None):
+        from .workloads import fail_reason
+        rec = {"cmd": ""}
+        missing = self.missing_tools()
+        if missing:
+            rec.update(status="FAIL", reason="not installed: %s" % ", ".join(missing),
+                       wall_s=0, user_s=0, sys_s=0, maxrss_kb=0)
+            return rec
+        cmd, extra = self.command(ctx, mode, log_base)
+        res = runner.run(cmd, base_env(alloc.preload(), alloc.env),
+                         timeout or self.timeout(mode), log_base)
+        rec.update(record_from_process(res, None))
+        rec["cmd"] = " ".join(cmd)
+        reason = fail_reason(res, []) or self.check(extra, res.stdout)
+        if reason:
+            rec.update(status="FAIL", reason=reason)
+            return rec
+        rec.update(status="ok", reason="", metric="time", value=res.wall, unit="s",
+                   better="lower", extra=extra)
+        return rec
+
+
+class Sqlite(CheckedProgram):
     name = "sqlite"
     description = "sqlite3 CLI running an in-memory SQL workload (inserts, indexes, " \
                   "group-by, updates, a join); its answers are checked"
@@ -355,45 +389,27 @@ SELECT 'C', count(*) FROM t a JOIN t b ON a.id = b.id + 1 WHERE a.grp = b.grp + 
     def rows(self, mode):
         return _q(mode, 150000, 600000, 2000)
 
-    def run(self, ctx, alloc, threads, variant, mode, log_base, timeout=None):
-        from .workloads import fail_reason
-        rec = {"cmd": ""}
-        missing = self.missing_tools()
-        if missing:
-            rec.update(status="FAIL", reason="not installed: %s" % ", ".join(missing),
-                       wall_s=0, user_s=0, sys_s=0, maxrss_kb=0)
-            return rec
+    def command(self, ctx, mode, log_base):
         n = self.rows(mode)
         sql = log_base + ".sql"
         with open(sql, "w") as f:
             f.write(self.SQL.format(n=n))
-        cmd = ["sqlite3", "-batch", ":memory:", ".read %s" % sql]
-        res = runner.run(cmd, base_env(alloc.preload(), alloc.env), timeout or self.timeout(mode), log_base)
-        rec.update(record_from_process(res, None))
-        rec["cmd"] = " ".join(cmd)
-        reason = fail_reason(res, [])
-        if reason is None:
-            got = {}
-            for line in res.stdout.splitlines():
-                cells = line.split("|")
-                if cells and cells[0] in ("A", "B", "C"):
-                    try:
-                        got[cells[0]] = tuple(float(c) for c in cells[1:])
-                    except ValueError:
-                        pass
-            exp = self.expected(n)
-            for k, v in exp.items():
-                if k not in got or len(got[k]) != len(v) or any(
-                        abs(a - b) > 1e-6 * max(1.0, abs(b)) for a, b in zip(got[k], v)):
-                    reason = "self-check: query %s returned %s, expected %s" % (
-                        k, got.get(k), v)
-                    break
-        if reason:
-            rec.update(status="FAIL", reason=reason)
-            return rec
-        rec.update(status="ok", reason="", metric="time", value=res.wall, unit="s",
-                   better="lower", extra={"rows": n})
-        return rec
+        return ["sqlite3", "-batch", ":memory:", ".read %s" % sql], {"rows": n}
+
+    def check(self, extra, out):
+        got = {}
+        for line in out.splitlines():
+            cells = line.split("|")
+            if cells and cells[0] in ("A", "B", "C"):
+                try:
+                    got[cells[0]] = tuple(float(c) for c in cells[1:])
+                except ValueError:
+                    pass
+        for k, v in self.expected(extra["rows"]).items():
+            if k not in got or len(got[k]) != len(v) or any(
+                    abs(a - b) > 1e-6 * max(1.0, abs(b)) for a, b in zip(got[k], v)):
+                return "self-check: query %s returned %s, expected %s" % (k, got.get(k), v)
+        return None
 
 
 class Perl(ScriptWorkload):
@@ -411,39 +427,31 @@ class Perl(ScriptWorkload):
         return {"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 
 
-class Z3(ProgramWorkload):
+class Z3(CheckedProgram):
     name = "z3"
     description = "z3 solving n queens as integer constraints (n = 28; 32 in --full); the " \
                   "placement it finds is checked"
     tools = ("z3",)
     _est = (1.70, 9.0)
 
-    def run(self, ctx, alloc, threads, variant, mode, log_base, timeout=None):
-        from .workloads import fail_reason
-        sys.path.insert(0, os.path.join(ctx.src_dir, "programs"))
-        import z3_queens
-        rec = {"cmd": ""}
-        missing = self.missing_tools()
-        if missing:
-            rec.update(status="FAIL", reason="not installed: %s" % ", ".join(missing),
-                       wall_s=0, user_s=0, sys_s=0, maxrss_kb=0)
-            return rec
+    def command(self, ctx, mode, log_base):
         n = _q(mode, 28, 32, 10)
         smt = log_base + ".smt2"
         with open(smt, "w") as f:
-            f.write(z3_queens.problem(n))
-        cmd = ["z3", smt]
-        res = runner.run(cmd, base_env(alloc.preload(), alloc.env), timeout or self.timeout(mode),
-                         log_base)
-        rec.update(record_from_process(res, None))
-        rec["cmd"] = " ".join(cmd)
-        reason = fail_reason(res, []) or z3_queens.check(n, res.stdout)
-        if reason:
-            rec.update(status="FAIL", reason=reason)
-            return rec
-        rec.update(status="ok", reason="", metric="time", value=res.wall, unit="s",
-                   better="lower", extra={"queens": n})
-        return rec
+            f.write(_z3_queens().problem(n))
+        return ["z3", smt], {"queens": n}
+
+    def check(self, extra, out):
+        return _z3_queens().check(extra["queens"], out)
+
+
+def _z3_queens():
+    """bench/programs/z3_queens.py, the problem and its check (shipped with the workloads)."""
+    here = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "programs")
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import z3_queens
+    return z3_queens
 
 
 def program_workloads():
