@@ -78,7 +78,9 @@ struct mtheap_stats {
   uint64_t lock_acquires, lock_waits, lock_wait_ns;  /* mtheap's internal locks */
   struct mtheap_class_stats classes[MTHEAP_NUM_CLASSES];
   /* Shared-memory traffic, the operations that decide how far the allocator scales with cores
-   * (docs/PERFORMANCE.md): everything else a thread does touches only its own heap. */
+   * (docs/PERFORMANCE.md): everything else a thread does touches only its own heap.  Added in
+   * 0.2.0: the struct grew, so the shared library's soname went from libmtheap.so.0 to .so.1
+   * (a program built against the old header must be rebuilt, not fed a larger struct). */
   uint64_t inbox_overflows;  /* remote frees pushed on the owner's overflow list (its array was full) */
   uint64_t inbox_drains;     /* times an owner took remote frees out of its inbox */
   uint64_t span_ops;         /* spans (pages, large blocks) taken from or returned to a heap's segments */
