@@ -33,4 +33,25 @@ cmake --build "$work/c/b" >/dev/null
 "$work/c/b/consumer_cmake"
 "$work/c/b/consumer_cmake_static"
 ldd "$work/c/b/consumer_cmake_static" | grep -q libmtheap && { echo "static consumer still links libmtheap.so"; exit 1; }
+
+# A prefix the dynamic loader searches (as /usr/local/lib is): the install must run ldconfig,
+# so a program linked with plain `pkg-config --libs mtheap` starts as it is.  Needs root (CI
+# is): the prefix is made a loader directory for the test's duration by a file in
+# /etc/ld.so.conf.d, removed again (and the cache rebuilt) however the test ends.
+if [ "$(id -u)" = 0 ] && [ -d /etc/ld.so.conf.d ] && command -v ldconfig >/dev/null; then
+  sysprefix=$work/sysprefix
+  conf=/etc/ld.so.conf.d/zz-mtheap-install-test-$$.conf
+  trap 'rm -f "$conf"; ldconfig; rm -rf "$work"' EXIT
+  mkdir -p "$sysprefix/lib"
+  echo "$sysprefix/lib" > "$conf"
+  ldconfig
+  log=$(cmake --install "$build" --prefix "$sysprefix")
+  grep -q "Running ldconfig" <<<"$log" || { echo "install into a loader directory ran no ldconfig:"; echo "$log"; exit 1; }
+  PKG_CONFIG_PATH=$sysprefix/lib/pkgconfig cc -o "$work/sys" "$src/consumer.c" \
+    $(PKG_CONFIG_PATH=$sysprefix/lib/pkgconfig pkg-config --cflags --libs mtheap)
+  "$work/sys"
+  echo "system-prefix install: ldconfig ran, the consumer started without LD_LIBRARY_PATH"
+else
+  echo "system-prefix install not tested: needs root and ldconfig"
+fi
 echo "install test ok"
