@@ -11,6 +11,9 @@
  *   - runs once, from the library's destructor, with mthd_tls.busy raised: no report or stack
  *     capture from malloc calls it might trigger, and the snapshot array, mark stack and maps
  *     text live in mmap'd memory that is excluded from the roots (it holds block addresses);
+ *   - this library's own writable data (.data, .bss: the allocator's and this checker's
+ *     statics, which hold block addresses such as the lowest live block's) is never a root,
+ *     found exactly from its program headers, so a neighbouring mapping is still scanned;
  *   - heap memory is never a root: 64 KiB slices the core owns are skipped, and untouched
  *     (non-resident) anonymous pages are skipped via mincore, so a 1 GiB reservation costs
  *     little;
@@ -20,6 +23,7 @@
 #include "mthd.h"
 
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -98,6 +102,28 @@ static void drain(uint8_t from_mark, uint8_t to_mark) {
 }
 
 typedef struct { uintptr_t lo, hi; } range_t;
+
+/* The writable PT_LOAD segments of the object holding this file's statics. */
+typedef struct { range_t *out; int n, cap; } own_data_t;
+
+static int own_data_phdr(struct dl_phdr_info *info, size_t size, void *arg) {
+  own_data_t *od = arg;
+  uintptr_t me = (uintptr_t)&lo_addr;
+  bool mine = false;
+  for (int i = 0; i < info->dlpi_phnum && !mine; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    uintptr_t a = info->dlpi_addr + ph->p_vaddr;
+    mine = ph->p_type == PT_LOAD && me >= a && me < a + ph->p_memsz;
+  }
+  if (!mine) return 0;
+  for (int i = 0; i < info->dlpi_phnum && od->n < od->cap; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W))
+      od->out[od->n++] = (range_t){info->dlpi_addr + ph->p_vaddr,
+                                   info->dlpi_addr + ph->p_vaddr + ph->p_memsz};
+  }
+  return 1;
+}
 
 static void scan_root(uintptr_t lo, uintptr_t hi, bool anon, const range_t *skip, int nskip) {
   /* residency first, 64 MiB per mincore call: a mostly untouched reservation costs one
@@ -195,8 +221,11 @@ int mthd_leak_check(void) {
     }
   }
   if (fd >= 0) close(fd);
-  range_t skip[8];
+  range_t skip[12];
   int nskip = 0;
+  own_data_t od = {skip, 0, 4};
+  dl_iterate_phdr(own_data_phdr, &od);
+  nskip = od.n;
   skip[nskip++] = (range_t){(uintptr_t)blk, (uintptr_t)blk + blk_bytes};
   skip[nskip++] = (range_t){(uintptr_t)work, (uintptr_t)work + work_bytes};
   skip[nskip++] = (range_t){(uintptr_t)maps, (uintptr_t)maps + maps_cap};
