@@ -189,11 +189,34 @@ int mthd_block_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
   return errors;
 }
 
+/* p is a live block's start, but its header fails validation: a write before the block ran
+ * through the left redzone into the header (its magic, the farthest field, survived: the
+ * registry still found it).  The allocation record sits below the damaged fields unless the
+ * write reached it (37 bytes or more); it is printed either way, from a bounds-checked depot. */
+static void report_header_underflow(mthd_hdr_t *h, void *p, const char *fn, uintptr_t caller) {
+  mthd_out_t o;
+  uint8_t *lz = (uint8_t *)p - MTHD_LRZ;
+  mthd_report_begin(&o, "heap-buffer-underflow", lz,
+                    "(at least %d bytes before a %zu-byte block: into its header)", MTHD_LRZ + 1,
+                    (size_t)h->size);
+  mthd_printf(&o, "  WRITE before the start: the whole left redzone and the block's header were "
+                  "overwritten, found at %s\n", fn);
+  mthd_printf(&o, "  left redzone at %p (block-%d):\n", (void *)lz, MTHD_LRZ);
+  mthd_hexdump(&o, lz, MTHD_LRZ, MTHD_PAT_REDZONE);
+  mthd_printf(&o, "  (the header's own record may be damaged too; the block is not freed)\n");
+  mthd_print_block(&o, h);
+  mthd_report_end(&o, caller, fn);
+}
+
 /* A pointer given to free/realloc/... that is not a live block's start: say what it is. */
 static void report_bad_pointer(void *p, const char *fn, uintptr_t caller) {
   mthd_out_t o;
   bool quarantined = false;
   mthd_hdr_t *h = mtheap_owns(p) ? mthd_find_block(p, &quarantined) : NULL;
+  if (h && !quarantined && (void *)mthd_user_of(h) == p && mthd_hdr_of(p) == h) {
+    report_header_underflow(h, p, fn, caller);
+    return;
+  }
   if (h) {
     uint8_t *user = mthd_user_of(h);
     size_t off = (size_t)((uint8_t *)p - user);

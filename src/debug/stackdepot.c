@@ -221,5 +221,11 @@ int mthd_stack_get(uint32_t id, const uintptr_t **pcs) {
   if (id == 0 || !depot_arena || ((size_t)(id - 1) << 3) >= depot_used) return 0;
   mthd_rec_t *r = rec_of(id);
   *pcs = r->pc;
-  return (int)r->n;
+  /* an id read from a damaged header may land inside another record: never read past the
+   * depot or further than any stack can be deep */
+  size_t room = (depot_used - ((size_t)(id - 1) << 3) - sizeof *r) / sizeof(uintptr_t);
+  size_t n = r->n;
+  if (n > MTHD_MAX_DEPTH) n = MTHD_MAX_DEPTH;
+  if (n > room) n = room;
+  return (int)n;
 }

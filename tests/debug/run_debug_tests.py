@@ -37,6 +37,8 @@ CASES = {
                      [r"bytes past a 64-byte block", r"\*41\*41"]),
     "underflow": ("full", "heap-buffer-underflow", "make_prefix_buffer", "alloc", ABORT,
                   [r"\(1 byte before a 32-byte block\)"]),
+    "underflow_header": ("full", "heap-buffer-underflow", "make_record_buffer", "alloc", ABORT,
+                         [r"\(at least 17 bytes before a 48-byte block: into its header\)"]),
     "use_after_free": ("full", "use-after-free", "make_session", "alloc", ABORT,
                        [r"write to a freed 36-byte block"], ("free", "close_session")),
     "double_free": ("full", "double-free", "make_buffer", "alloc", ABORT,
