@@ -162,6 +162,7 @@ int mthd_block_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
     if (show > 64) show = 64;
     mthd_printf(&o, "  right redzone at %p (block+%zu), %zu bytes shown:\n", (void *)(user + h->size), (size_t)h->size, show);
     mthd_hexdump(&o, user + h->size, show, MTHD_PAT_REDZONE);
+    mthd_note_writer_unknown(&o, when);
     mthd_print_block(&o, h);
     memset(user + h->size, MTHD_PAT_REDZONE, rlen);
     h->flags |= MTHD_F_REPORTED;
@@ -179,6 +180,7 @@ int mthd_block_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
     mthd_printf(&o, "  WRITE before the start: left redzone changed, found at %s\n", when);
     mthd_printf(&o, "  left redzone at %p (block-%d):\n", (void *)lz, MTHD_LRZ);
     mthd_hexdump(&o, lz, MTHD_LRZ, MTHD_PAT_REDZONE);
+    mthd_note_writer_unknown(&o, when);
     mthd_print_block(&o, h);
     memset(lz, MTHD_PAT_REDZONE, MTHD_LRZ);
     memset(core, MTHD_PAT_REDZONE, (size_t)((uint8_t *)h - core));
@@ -204,6 +206,7 @@ static void report_header_underflow(mthd_hdr_t *h, void *p, const char *fn, uint
   mthd_printf(&o, "  left redzone at %p (block-%d):\n", (void *)lz, MTHD_LRZ);
   mthd_hexdump(&o, lz, MTHD_LRZ, MTHD_PAT_REDZONE);
   mthd_printf(&o, "  (the header's own record may be damaged too; the block is not freed)\n");
+  mthd_note_writer_unknown(&o, fn);
   mthd_print_block(&o, h);
   mthd_report_end(&o, caller, fn);
 }

@@ -178,6 +178,9 @@ typedef struct {
 } mthd_out_t;
 MTHD_HIDDEN void mthd_out_init(mthd_out_t *o);
 MTHD_HIDDEN void mthd_printf(mthd_out_t *o, const char *fmt, ...);
+/* For reports of a write found later (at free, on a check): who wrote is unknown here, and which
+ * mode would have stopped at the write. */
+MTHD_HIDDEN void mthd_note_writer_unknown(mthd_out_t *o, const char *when);
 MTHD_HIDDEN void mthd_vprintf(mthd_out_t *o, const char *fmt, va_list ap);
 MTHD_HIDDEN void mthd_flush(mthd_out_t *o);
 MTHD_HIDDEN void mthd_hexdump(mthd_out_t *o, const uint8_t *p, size_t n, uint8_t expect);
