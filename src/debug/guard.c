@@ -401,7 +401,7 @@ int mthd_check_all(uintptr_t caller) {
     }
     mthd_unlock(&s->lock);
   }
-  errors += mthd_quarantine_check(caller);
+  errors += mthd_quarantine_check("mtheap_check_heap", caller);
   return errors;
 }
 

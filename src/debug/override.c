@@ -381,6 +381,8 @@ __attribute__((destructor(101))) static void mthd_exit(void) {
   int code = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  /* writes to freed blocks that never left the quarantine: found now, before the leak report */
+  if (mthd_opt.headers && mthd_opt.patterns) mthd_quarantine_check("exit", 0);
   if (mthd_opt.headers && mthd_opt.leaks && mthd_leak_check() > 0) code = mthd_opt.leaks_exitcode;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (mthd_opt.verbose) {

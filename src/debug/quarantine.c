@@ -1,6 +1,7 @@
 /* The quarantine: freed blocks wait here, filled with MTHD_PAT_FREE, before the core may reuse
  * their memory.  A use-after-free write lands in a quarantined block and is found when the block
- * leaves (is about to be reused) or by mtheap_check_heap().
+ * leaves (is about to be reused), by mtheap_check_heap(), or at exit, when every block still in
+ * quarantine is checked (a write soon before exit would otherwise never be seen).
  *
  * Invariants
  *   - one FIFO (oldest first) linked through hdr->next, under mthd_quarantine_lock;
@@ -77,10 +78,10 @@ void mthd_quarantine_put(mthd_hdr_t *h) {
   }
 }
 
-int mthd_quarantine_check(uintptr_t caller) {
+int mthd_quarantine_check(const char *when, uintptr_t caller) {
   int errors = 0;
   mthd_lock(&mthd_quarantine_lock);
-  for (mthd_hdr_t *h = q_head; h; h = h->next) errors += mthd_pattern_check(h, "mtheap_check_heap", caller);
+  for (mthd_hdr_t *h = q_head; h; h = h->next) errors += mthd_pattern_check(h, when, caller);
   mthd_unlock(&mthd_quarantine_lock);
   return errors;
 }

@@ -55,6 +55,8 @@ CASES = {
     "leak_every_block": ("full,leaks_exitcode=23", "memory-leak", "leak_ten_records", "leak", 23,
                          [r"SUMMARY: mtheap-debug: 1045 bytes leaked in 10 blocks",
                           r"Direct leak of 1045 bytes in 10 blocks"]),
+    "uaf_write_at_exit": ("full", "use-after-free", "make_entry", "alloc", ABORT,
+                          [r"write to a freed 40-byte block, offset 8", r"checked at exit"]),
     "realloc_freed": ("full", "use-after-free", "make_list", "alloc", ABORT,
                       [r"realloc\(\) of a 40-byte block freed before"]),
     "sample_overflow": ("sample=1", "heap-buffer-overflow", "make_sampled_key", "alloc", SEGV,
