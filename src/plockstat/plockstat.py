@@ -545,6 +545,16 @@ def format_report(rep, opts, multi):
                 t["slp_pct"], t["acquisitions"], t["blocks"], t["cv_waits"]))
         o.append("(RUN on cpu, LAT waiting for a cpu, LCK blocked on locks/semaphores, CVW in")
         o.append(" condition-variable waits, SLP everything else)")
+    shown = rep["categories"] or ("C" in opts["mode"] and (rep["holders"] or rep["rwlocks"]))
+    if not shown:
+        # say it: an empty report is otherwise one blank line, which reads as a failure
+        said = []
+        if "C" in opts["mode"]:
+            said.append("no thread blocked or spun on a lock")
+        if "H" in opts["mode"]:
+            said.append("no lock hold was recorded")
+        o.append("")
+        o.append("No lock contention: %s." % "; ".join(said or ["no lock events recorded"]))
     if anon:
         o.append("")
         o.append("[object`function+0x..]: a lock that is not a global variable, named by the call")

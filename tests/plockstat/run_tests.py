@@ -574,6 +574,16 @@ def t_heap_contention():
     check(not left, "locks still block under libmtheap: %s" % left)
 
 
+def t_no_contention():
+    # a program with no lock contention gets a sentence, not an empty report
+    out, _, _ = plockstat(["sleep", "0.2"])
+    check("No lock contention: no thread blocked or spun on a lock." in out, "no 'No lock contention' line")
+    out, _, _ = plockstat(["-H", "sleep", "0.2"])
+    check("no lock hold was recorded" in out, "-H: no 'no lock hold was recorded'")
+    out, _, _ = plockstat(["-C", prog("mutex_test")], timeout=120)
+    check("No lock contention" not in out, "a contended program is told it had no contention")
+
+
 TESTS = {n[2:]: f for n, f in globals().items() if n.startswith("t_")}
 
 
