@@ -24,6 +24,7 @@ import time
 
 VERSION = "@PROJECT_VERSION@"
 LIBDIR_REL = "@PLOCKSTAT_LIBDIR_REL@"
+HAVE_LIBDW = "@PLOCKSTAT_HAVE_LIBDW@" == "1"   # source lines in stacks need elfutils' libdw
 LIBNAME = "libplockstat.so"
 RESOLVER = "plockstat-resolve"
 
@@ -585,6 +586,9 @@ def folded_lines(rep):
 
 
 def emit(procs, opts, resolver):
+    if opts["depth"] and not HAVE_LIBDW:
+        print("plockstat: stacks without source lines: this plockstat was built without libdw "
+              "(install libdw-dev and rebuild)", file=sys.stderr)
     reports = []
     for p in procs:
         syms = Symbols(p, resolver)

@@ -584,6 +584,25 @@ def t_no_contention():
     check("No lock contention" not in out, "a contended program is told it had no contention")
 
 
+def t_no_libdw_says_so():
+    # the same launcher as built without libdw (a copy beside the real one, where it finds its
+    # parts): -s must say once that stacks come without source lines, not drop them silently
+    src = open(A.plockstat).read()
+    check("HAVE_LIBDW = " in src, "the launcher has no HAVE_LIBDW setting")
+    copy = A.plockstat + "-nodw-test"
+    with open(copy, "w") as f:
+        f.write(re.sub(r'HAVE_LIBDW = .*', 'HAVE_LIBDW = False', src))
+    os.chmod(copy, 0o755)
+    try:
+        p = subprocess.run([copy, "-s", "3", "sleep", "0.1"], capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, "exit %d: %s" % (p.returncode, p.stderr))
+        check(p.stderr.count("built without libdw") == 1, "no single libdw line:\n" + p.stderr)
+        p = subprocess.run([A.plockstat, "-s", "3", "sleep", "0.1"], capture_output=True, text=True, timeout=60)
+        check("libdw" not in p.stderr, "the real build (with libdw) warns about libdw")
+    finally:
+        os.unlink(copy)
+
+
 TESTS = {n[2:]: f for n, f in globals().items() if n.startswith("t_")}
 
 
