@@ -1,12 +1,12 @@
-/* Thread heaps: creation on a thread's first malloc, recycling at thread
- * exit, and the process-wide state that goes with them (init, fork).
+/* Thread heaps: creation on a thread's first malloc, recycling at thread exit, and the
+ * process-wide state that goes with them (init, fork).  Remote frees: inbox.c.
  *
  * Invariants:
  *   - a heap is never freed: a dead thread's heap is abandoned and the next new thread adopts
  *     it whole (pages, segments, pending remote frees), so a program that creates and joins
  *     millions of threads keeps as many heaps as it ever had threads alive at once.
- *   - remote frees to an abandoned heap still land in its inbox (inbox.c); whoever owns it next (or
- *     mtheap_collect / the periodic tick of another thread) drains them.
+ *   - remote frees to an abandoned heap still land in its inbox (inbox.c); whoever owns it
+ *     next (or mtheap_collect / the periodic tick of another thread) drains them.
  *   - after fork, heaps of threads that did not survive are "zombies": they may have been in
  *     the middle of an update, so they are never adopted or walked again in the child.
  */
@@ -157,8 +157,8 @@ void mth_heaps_collect_abandoned(void) {
   mth_unlock(&mth_heaps_lock);
 }
 
-/* Called on slow paths.  Remote frees are drained every time (a relaxed load when there are
- * none).  Every 8th call looks for purge work, and reads the clock only if some is waiting
+/* Called on slow paths.  Remote frees are drained every time (two relaxed loads when there are
+ * none, tested here so that an empty inbox costs no call into inbox.c).  Every 8th call looks for purge work, and reads the clock only if some is waiting
  * (in this heap or in the arena): a thread whose allocations mostly hit the fast path still
  * purges within a fraction of a second of the deadline, and one with nothing to purge pays
  * two loads. */

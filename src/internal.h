@@ -78,10 +78,10 @@
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
 #define MTH_RETIRED_MAX 16                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
+#define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
 #define MTH_LIFO_MAX 4096                    /* frees straight back to an empty list between ticks */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
                                                 (xmalloc: 256 slots overflowed on half the frees) */
-#define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
 
 MTH_INLINE size_t mth_bin_of(size_t size) {
@@ -114,7 +114,7 @@ typedef struct mth_page_s {
   mth_block_t *local_free;    /* owner's frees, swapped into free when free runs dry */
   struct mth_page_s *next, *prev;   /* bin queue or heap->full */
   uint32_t used;              /* blocks out (see invariants) */
-  uint16_t capacity;          /* blocks carved so far (carving is lazy: touch 4 KiB at a time) */
+  uint16_t capacity;          /* blocks carved so far (lazily: a list's worth at a time, page.c) */
   uint8_t retired;            /* empty, kept for reuse, and listed in heap->retired[] */
   /* not next to used: GCC would fuse the two increments of the malloc fast path into a
    * four-instruction SSE load/add/store */
@@ -355,15 +355,15 @@ MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 
 /* ---- heaps (heap.c) ---- */
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
-MTH_HIDDEN void mth_heap_drain_remote(mth_heap_t *heap);
-
-/* ---- remote frees (inbox.c) ---- */
-MTH_HIDDEN bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b);  /* true: overflow list */
-MTH_HIDDEN void mth_inbox_fork_child(mth_heap_t *heap);
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
 MTH_HIDDEN void mth_process_init(void);
 MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);
 MTH_HIDDEN void mth_heaps_collect_abandoned(void);
+
+/* ---- remote frees (inbox.c) ---- */
+MTH_HIDDEN bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b);  /* true: overflow list */
+MTH_HIDDEN void mth_heap_drain_remote(mth_heap_t *heap);
+MTH_HIDDEN void mth_inbox_fork_child(mth_heap_t *heap);
 
 /* ---- frees (alloc.c) ---- */
 MTH_HIDDEN void mth_free_slow(void *p);

@@ -22,8 +22,8 @@ MTH_HIDDEN mth_page_t mth_page_empty;
 /* Span length for a class: one slice up to 8 KiB blocks, else room for four blocks.  A span of
  * a big class is touched only as far as its blocks are used, but long spans spread a heap over
  * more of its segments (mstress -t 2: peak RSS 22 MiB with eight blocks, 17 with four, 16 with
- * two), while short ones fill up at once and send malloc and free to their slow paths (a window
- * of 2000 blocks of 8..65536 bytes: 151, 213 and 292 instructions per free+malloc). */
+ * two), while short ones fill up at once and send malloc and free to their slow paths (callgrind
+ * on a loop like bench's `window -m 65536`: 151, 213 and 292 instructions per free+malloc). */
 static size_t mth_bin_slices(size_t bs) {
   if (bs <= MTH_RETAIN_MAX) return 1;
   size_t n = (bs * 4 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
