@@ -15,6 +15,7 @@ into the report.  One pass: read data -> symbolize addresses -> aggregate -> pri
 import getopt
 import json
 import os
+import shutil
 import signal
 import struct
 import subprocess
@@ -28,7 +29,7 @@ HAVE_LIBDW = "@PLOCKSTAT_HAVE_LIBDW@" == "1"   # source lines in stacks need elf
 LIBNAME = "libplockstat.so"
 RESOLVER = "plockstat-resolve"
 
-# Event kinds, as numbered by preload.c.
+# Event kinds, as numbered in src/plockstat/ps.h.
 EV_MUTEX_BLOCK, EV_MUTEX_HOLD, EV_RD_BLOCK, EV_WR_BLOCK, EV_RD_HOLD, EV_WR_HOLD, \
     EV_COND_WAIT, EV_TRY_FAIL, EV_SPIN_BLOCK, EV_SEM_WAIT, EV_OWNER_DEAD = range(11)
 F_TIMEDOUT = 1
@@ -668,54 +669,136 @@ def expired_file(d, pid):
     return False
 
 
+def signame(sig):
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return "signal %d" % sig
+
+
+def data_dir():
+    """The directory the traced processes write into.  As root it is 01733 (anyone may create a
+    file, nobody but us may list or remove): a server that drops privileges (memcached -u
+    nobody) must still be able to write its data; the library creates its files with O_EXCL
+    and O_NOFOLLOW."""
+    d = tempfile.mkdtemp(prefix="plockstat.")
+    if os.geteuid() == 0:
+        os.chmod(d, 0o1733)
+    return d
+
+
+class Stopper:
+    """SIGTERM, SIGINT or SIGHUP to plockstat: stop the program the way the signal would have
+    (its handler in libplockstat writes the data first), then report what it wrote.  The
+    signal is passed on after a grace period, since `timeout` and a terminal's Ctrl-C already
+    send it to the whole process group and a second one could cut short the program's own
+    handler."""
+    SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    GRACE = 0.5
+
+    def __init__(self, child):
+        self.child, self.sig, self.at = child, None, None
+        self.old = {s: signal.signal(s, self.handler) for s in self.SIGNALS}
+
+    def handler(self, sig, frame):
+        if self.sig is None:
+            self.sig, self.at = sig, time.monotonic()
+            note("%s: stopping pid %d and reporting what it has written" % (signame(sig), self.child.pid))
+
+    def poll(self):
+        """Pass the signal on once the grace period is over; True if it was."""
+        if self.sig is not None and self.at is not None and time.monotonic() >= self.at + self.GRACE:
+            self.at = None
+            try:
+                self.child.send_signal(self.sig)
+            except OSError:
+                pass
+            return True
+        return False
+
+    def restore(self):
+        for s, h in self.old.items():
+            signal.signal(s, h)
+
+
+def wait_child(child, opts, d, stopper):
+    """Wait for the child to exit (or its -e window to expire).  Returns (status, expired)."""
+    deadline = time.monotonic() + opts["secs"] + 10 if opts["secs"] else None
+    killed_at = None
+    while True:
+        status = child.poll()
+        if status is not None:
+            return status, False
+        if stopper.poll():
+            killed_at = time.monotonic()
+        if killed_at is not None and time.monotonic() > killed_at + 10:
+            note("pid %d is still running 10 s after %s; reporting what it wrote so far"
+                 % (child.pid, signame(stopper.sig)))
+            return None, True
+        if deadline is not None and stopper.sig is None:
+            if expired_file(d, child.pid):
+                return None, True
+            if time.monotonic() > deadline:
+                note("pid %d did not report after %g s" % (child.pid, opts["secs"]))
+                return None, True
+        time.sleep(0.02)
+
+
+def explain_end(child, status, procs):
+    """Say how the program ended when that shapes what the report holds."""
+    mine = [p for p in procs if p.hdr["pid"] == child.pid]
+    if status is not None and status < 0:
+        how = "pid %d was killed by %s" % (child.pid, signame(-status))
+        if mine and mine[-1].hdr.get("reason") == "flush":
+            ago = max(0.0, (time.monotonic_ns() - mine[-1].hdr["end_ns"]) / 1e9)
+            note("%s before it could write its final data: this report is its last periodic "
+                 "write, from %.1f s before plockstat saw it end" % (how, ago))
+        elif mine:
+            note("%s; its data was written on the way out" % how)
+        elif -status == signal.SIGKILL:
+            note("%s before it wrote any data (a program writes once a second while it has "
+                 "threads; a single-threaded one only at its end)" % how)
+        else:
+            note("%s and wrote no data: it did not load %s (statically linked, set-user-ID, or it "
+                 "cleared LD_PRELOAD), or the signal's handler was the program's own"
+                 % (how, LIBNAME))
+    elif not mine:
+        note("no data from pid %d: it did not load %s (statically linked, set-user-ID, or it "
+             "cleared LD_PRELOAD), or it could not write to the data directory (it changed its "
+             "user or root directory, or the disk is full)" % (child.pid, LIBNAME))
+
+
 def run_command(cmd, opts, lib, resolver):
     check_command(cmd)
-    d = tempfile.mkdtemp(prefix="plockstat.")
-    env = lib_env(lib, {"PLOCKSTAT_DIR": d, "PLOCKSTAT_OPTS": opts_string(opts)})
-    env.pop("PLOCKSTAT_CTLDIR", None)
+    d = data_dir()
     try:
-        child = subprocess.Popen(cmd, env=env)
-    except OSError as e:
-        die("cannot run %s: %s" % (cmd[0], e), 127)
-    if opts["verbose"]:
-        note("tracing enabled for pid %d" % child.pid)
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the child gets it; we report after
-    status = None
-    expired = False
-    try:
-        if opts["secs"]:
-            deadline = time.monotonic() + opts["secs"] + 10
-            while status is None:
-                status = child.poll()
-                if status is not None:
-                    break
-                if expired_file(d, child.pid):
-                    expired = True
-                    break
-                if time.monotonic() > deadline:
-                    note("pid %d did not report after %g s" % (child.pid, opts["secs"]))
-                    expired = True
-                    break
-                time.sleep(0.02)
-        else:
-            status = child.wait()
-    finally:
-        signal.signal(signal.SIGINT, old)
-    if opts["verbose"]:
+        env = lib_env(lib, {"PLOCKSTAT_DIR": d, "PLOCKSTAT_OPTS": opts_string(opts)})
+        env.pop("PLOCKSTAT_CTLDIR", None)
+        try:
+            child = subprocess.Popen(cmd, env=env)
+        except OSError as e:
+            die("cannot run %s: %s" % (cmd[0], e), 127)
+        if opts["verbose"]:
+            note("tracing enabled for pid %d" % child.pid)
+        stopper = Stopper(child)
+        try:
+            status, expired = wait_child(child, opts, d, stopper)
+        finally:
+            stopper.restore()
+        if opts["verbose"]:
+            if expired:
+                note("tracing stopped for pid %d; it keeps running" % child.pid)
+            else:
+                note("pid %d has exited" % child.pid)
+        procs = load_dir(d)
         if expired:
-            note("tracing stopped for pid %d after %g seconds; it keeps running" % (child.pid, opts["secs"]))
-        else:
-            note("pid %d has exited" % child.pid)
-    procs = load_dir(d)
-    if expired:
-        procs = [p for p in procs if p.hdr["pid"] == child.pid]
-    if not any(p.hdr["pid"] == child.pid for p in procs):
-        note("no data from pid %d: it did not load %s (statically linked, set-user-ID, or it "
-             "cleared LD_PRELOAD), or it was killed before it could write its data" % (child.pid, LIBNAME))
-    emit(procs, opts, resolver)
-    for n in os.listdir(d):
-        os.unlink(os.path.join(d, n))
-    os.rmdir(d)
+            procs = [p for p in procs if p.hdr["pid"] == child.pid]
+        explain_end(child, status, procs)
+        emit(procs, opts, resolver)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    if stopper.sig is not None:
+        return 128 + stopper.sig
     if status is not None and status < 0:
         return 128 - status
     return status or 0
@@ -786,7 +869,7 @@ def attach(pid, opts, resolver):
             time.sleep(0.02)
         return False
 
-    d = tempfile.mkdtemp(prefix="plockstat.")
+    d = data_dir()
     os.chmod(d, 0o700)
     db = d.encode() + b"\0"
     m[CTL_FMT_OFF["dir"]:CTL_FMT_OFF["dir"] + len(db)] = db

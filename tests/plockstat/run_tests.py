@@ -603,6 +603,75 @@ def t_no_libdw_says_so():
         os.unlink(copy)
 
 
+def crash_blocks(doc, what):
+    p = only_proc(doc)
+    rows = by_lock(p, "Mutex block", "crash`crash_lock")
+    check(rows and sum(r["count"] for r in rows) == 5,
+          "%s: expected 5 blocks on crash_lock, got %s" % (what, [r["count"] for r in rows]))
+    return p
+
+
+def t_fatal_signal():
+    # a crash, an abort or a default-fatal signal: the data is written on the way out and the
+    # exit status is the program's own
+    for how, sig in (("abort", signal.SIGABRT), ("segv", signal.SIGSEGV), ("quit", signal.SIGQUIT),
+                     ("usr1", signal.SIGUSR1), ("overflow", signal.SIGSEGV)):
+        _, err, doc = plockstat(["-C"] + J() + [prog("crash"), how], expect_rc=128 + sig)
+        p = crash_blocks(doc, how)
+        check(p["reason"] == "signal", "%s: reason %s, expected signal" % (how, p["reason"]))
+        check("killed by %s" % signal.Signals(sig).name in err, "%s: the signal is not named:\n%s" % (how, err))
+        check("did not load" not in err, "%s: blamed on the preload:\n%s" % (how, err))
+
+
+def t_killed_periodic():
+    # SIGKILL gives no chance to write: what the helper thread wrote a second before is reported
+    _, err, doc = plockstat(["-C"] + J() + [prog("crash"), "kill"], expect_rc=128 + signal.SIGKILL)
+    p = crash_blocks(doc, "kill")
+    check(p["reason"] == "flush", "reason %s, expected flush (the periodic write)" % p["reason"])
+    check("last periodic write" in err, "not told the data is the periodic write:\n" + err)
+
+
+def t_plockstat_killed():
+    # plockstat itself stopped by timeout (SIGTERM to the whole group), by SIGINT, or by SIGHUP
+    # to plockstat alone: it reports, exits 128+signal, and leaves no file behind
+    tmpdir = os.path.join(TMP, "tmpdir")
+    os.mkdir(tmpdir)
+    env = dict(os.environ, TMPDIR=tmpdir)
+    jpath = os.path.join(TMP, "report.json")
+    for sig, how in ((signal.SIGTERM, "timeout"), (signal.SIGINT, "timeout"), (signal.SIGHUP, "alone")):
+        if os.path.exists(jpath):
+            os.unlink(jpath)
+        cmd = [A.plockstat, "-C", "--json", jpath, prog("crash"), "term-wait"]
+        if how == "timeout":
+            p = subprocess.run(["timeout", "-s", signal.Signals(sig).name, "2"] + cmd,
+                               capture_output=True, text=True, timeout=60, env=env)
+            check(p.returncode == 124, "timeout: exit %d, expected 124:\n%s" % (p.returncode, p.stderr))
+            err = p.stderr
+        else:
+            bg = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            check(bg.stdout.readline().strip() == "ready", "the program did not start")
+            time.sleep(0.2)
+            bg.send_signal(sig)
+            out, err = bg.communicate(timeout=60)
+            check(bg.returncode == 128 + sig, "exit %d, expected %d" % (bg.returncode, 128 + sig))
+        check(os.path.exists(jpath), "%s: no report written:\n%s" % (signal.Signals(sig).name, err))
+        with open(jpath) as f:
+            crash_blocks(json.load(f), signal.Signals(sig).name)
+        left = os.listdir(tmpdir)
+        check(not left, "%s: files left behind: %s" % (signal.Signals(sig).name, left))
+
+
+def t_privilege_drop():
+    # a program that gives up root for nobody still writes its data (memcached -u nobody)
+    if os.geteuid() != 0:
+        print("SKIP: only root can run a program that drops privileges")
+        sys.exit(77)
+    _, err, doc = plockstat(["-C"] + J() + [prog("dropper")])
+    p = only_proc(doc)
+    rows = by_lock(p, "Mutex block", "dropper`drop_lock")
+    check(rows and sum(r["count"] for r in rows) == 3, "expected 3 blocks on drop_lock:\n" + err)
+
+
 TESTS = {n[2:]: f for n, f in globals().items() if n.startswith("t_")}
 
 

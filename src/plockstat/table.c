@@ -1,0 +1,156 @@
+/* table.c: the three shared tables: events (one row per kind, lock and stack, with counts,
+ * sums and a histogram), locks (where each was initialized and first contended), and holders
+ * (who held a lock while others waited, and where they took it).
+ *
+ * Invariants: slots are claimed with one CAS (state 0 -> 1 -> 2, or key 0 -> lock) and never
+ * freed while the process runs, so a reader holding a pointer to a slot never sees it reused;
+ * probing is bounded, and a full table drops the event and counts it in g_dropped. */
+#include "ps.h"
+
+struct ev *ev_get(int kind, unsigned flags, uintptr_t lock, int ltype,
+                         const uintptr_t *stk, int depth) {
+  struct ev *tab = g_ev;
+  if (!tab) return NULL;
+  uint64_t h = mix(mix(mix(0, lock), (uint64_t)kind << 8 | flags), (uint64_t)depth);
+  for (int i = 0; i < depth; i++) h = mix(h, stk[i]);
+  h |= 1;
+  uint32_t i = (uint32_t)h & (EV_SLOTS - 1);
+  for (int probe = 0; probe < 256; probe++, i = (i + 1) & (EV_SLOTS - 1)) {
+    struct ev *e = &tab[i];
+    uint32_t s = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (s == 0) {
+      uint32_t z = 0;
+      if (atomic_compare_exchange_strong(&e->state, &z, 1)) {
+        e->hash = h; e->lock = lock; e->kind = (uint8_t)kind; e->flags = (uint8_t)flags;
+        e->ltype = (uint8_t)ltype; e->depth = (uint8_t)depth;
+        for (int k = 0; k < depth; k++) e->stack[k] = stk[k];
+        atomic_store_explicit(&e->state, 2, memory_order_release);
+        return e;
+      }
+      s = z;
+    }
+    /* Bounded: a signal handler on the filling thread must not spin forever. */
+    for (int spin = 0; s == 1 && spin < 100000; spin++)
+      s = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (s == 2 && e->hash == h && e->lock == lock && e->kind == kind && e->flags == flags) return e;
+  }
+  atomic_fetch_add(&g_dropped, 1);
+  return NULL;
+}
+
+/* Record where a lock was initialized, to name it if it is not a global.  Programs that make
+ * millions of short-lived locks must not fill the table that the contended ones need. */
+void li_init(const void *lock, int ltype, uintptr_t pc) {
+  if (tls_busy || !g_li) return;
+  if (atomic_load_explicit(&g_li_inits, memory_order_relaxed) > LI_SLOTS / 2) return;
+  struct linfo *l = li_get((uintptr_t)lock, 1);
+  if (!l) return;
+  if (!l->init_pc) atomic_fetch_add_explicit(&g_li_inits, 1, memory_order_relaxed);
+  l->init_pc = pc;
+  l->ltype = (uint8_t)ltype;
+}
+
+struct linfo *li_get(uintptr_t lock, int create) {
+  struct linfo *tab = g_li;
+  if (!tab || !lock) return NULL;
+  uint32_t i = (uint32_t)(mix(0, lock)) & (LI_SLOTS - 1);
+  for (int probe = 0; probe < 512; probe++, i = (i + 1) & (LI_SLOTS - 1)) {
+    struct linfo *l = &tab[i];
+    uintptr_t k = atomic_load_explicit(&l->key, memory_order_acquire);
+    if (k == lock) return l;
+    if (k == 0) {
+      if (!create) return NULL;
+      uintptr_t z = 0;
+      if (atomic_compare_exchange_strong(&l->key, &z, lock)) return l;
+      if (z == lock) return l;
+    }
+  }
+  return NULL;
+}
+
+void holder_add(uintptr_t lock, int tid, uintptr_t pc, uint64_t ns) {
+  struct holder *tab = g_ho;
+  if (!tab) return;
+  uint64_t h = mix(mix(mix(0, lock), pc), (uint64_t)tid) | 1;
+  uint32_t i = (uint32_t)h & (HO_SLOTS - 1);
+  for (int probe = 0; probe < 128; probe++, i = (i + 1) & (HO_SLOTS - 1)) {
+    struct holder *e = &tab[i];
+    uint32_t s = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (s == 0) {
+      uint32_t z = 0;
+      if (atomic_compare_exchange_strong(&e->state, &z, 1)) {
+        e->hash = h; e->lock = lock; e->pc = pc; e->tid = tid;
+        atomic_store_explicit(&e->state, 2, memory_order_release);
+        s = 2;
+      } else {
+        s = z;
+      }
+    }
+    for (int spin = 0; s == 1 && spin < 100000; spin++)
+      s = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (s == 2 && e->hash == h && e->lock == lock && e->pc == pc && e->tid == tid) {
+      atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&e->sum, ns, memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+
+static int capture_stack(uintptr_t *out, uintptr_t ra) {
+  if (g_depth <= 0) { out[0] = ra; return 1; }
+  void *buf[MAX_DEPTH + 8];
+  int want = g_depth + 6;
+  if (want > MAX_DEPTH + 8) want = MAX_DEPTH + 8;
+  int n = backtrace(buf, want);
+  int start = -1;
+  for (int i = 0; i < n; i++)
+    if ((uintptr_t)buf[i] == ra) { start = i; break; }
+  if (start < 0) { out[0] = ra; return 1; }
+  int d = 0;
+  for (int i = start; i < n && d < g_depth && d < MAX_DEPTH; i++) out[d++] = (uintptr_t)buf[i];
+  return d;
+}
+
+static void check_deadline(uint64_t t) {
+  if (g_deadline_ns && t >= g_deadline_ns) atomic_store(&g_on, 0);
+}
+
+void record(struct thr *t, int kind, unsigned flags, const void *lockp, int ltype,
+                   uintptr_t ra, uint64_t ns) {
+  uintptr_t lock = (uintptr_t)lockp;
+  enter_tool();
+  uintptr_t stk[MAX_DEPTH];
+  int d = capture_stack(stk, ra);
+  struct ev *e = ev_get(kind, flags, lock, ltype, stk, d);
+  if (e) {
+    atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->sum, ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&e->hist[hist_bucket(ns)], 1, memory_order_relaxed);
+    uint64_t m = atomic_load_explicit(&e->max, memory_order_relaxed);
+    while (ns > m && !atomic_compare_exchange_weak(&e->max, &m, ns)) {}
+  }
+  struct linfo *l = li_get(lock, 1);
+  if (l) {
+    if (!l->ltype) l->ltype = (uint8_t)ltype;
+    uintptr_t z = 0;
+    atomic_compare_exchange_strong(&l->first_pc, &z, ra);
+    if (!atomic_load_explicit(&l->used, memory_order_relaxed)) {
+      if (ltype == LT_MUTEX || ltype == LT_MTX) l->subkind = ((pthread_mutex_t *)lockp)->__data.__kind;
+      if (ltype == LT_RWLOCK) l->subkind = (int)((pthread_rwlock_t *)lockp)->__data.__flags;
+      atomic_store_explicit(&l->used, 1, memory_order_relaxed);
+    }
+  }
+  check_deadline(now_ns());
+  leave_tool(t);
+}
+
+
+void alloc_tables(void) {
+  g_ev = map_zero(sizeof(struct ev) * EV_SLOTS);
+  g_li = map_zero(sizeof(struct linfo) * LI_SLOTS);
+  g_ho = map_zero(sizeof(struct holder) * HO_SLOTS);
+  g_dropped = 0;
+  g_li_inits = 0;
+}
+
