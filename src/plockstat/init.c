@@ -15,6 +15,7 @@ char g_dir[1024];
 char g_ctldir[1024];
 pid_t g_pid;
 uint64_t g_image_start_ns, g_window_start_ns;
+uint64_t g_main_run0, g_main_lat0;
 _Atomic int g_wwait_total;
 _Atomic uint64_t g_dropped;
 _Atomic uint32_t g_li_inits;
@@ -134,6 +135,7 @@ void ensure_init(void) {
   parse_opts();
   g_pid = getpid();
   g_image_start_ns = g_window_start_ns = now_ns();
+  read_schedstat(g_pid, &g_main_run0, &g_main_lat0);
   g_thr = map_zero(sizeof(struct thr) * THR_MAX);
   g_tid = map_zero(sizeof(*g_tid) * TID_SLOTS);
   alloc_tables();

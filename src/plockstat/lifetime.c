@@ -81,6 +81,7 @@ void atfork_child(void) {
   alloc_tables();
   g_pid = getpid();
   g_image_start_ns = g_window_start_ns = now_ns();
+  g_main_run0 = g_main_lat0 = 0; /* a new process: its cpu time starts at zero */
   /* A dump in progress in another parent thread never finishes here. */
   atomic_store(&g_dumping, 0);
   /* The control file and its helper thread belong to the parent: do not answer for it, and

@@ -338,6 +338,23 @@ def lock_name(proc, syms, addr):
 # ---------------------------------------------------------------------------------------------
 # Analysis: one pass from events to report rows
 
+def microstates(t):
+    """One thread's row of --threads, as prstat -mL: percentages of one window (the thread's
+    life in the traced image) that add up to 100.  The kernel's RUN and LAT are exact; LCK and
+    CVW are our timers around blocking calls, which also cover the cpu a waiter spends spinning
+    in the lock and waiting to run after its wake-up: that overlap stays in RUN and LAT, and
+    LCK and CVW get what is left.  Returns (run, lat, lck, cvw, slp, window_ns)."""
+    wall = max(t["end_ns"] - t["start_ns"], 1)
+    left = [1000]  # tenths of a percent, so the rounded columns add up exactly
+
+    def take(ns):
+        v = min(int(round(1000.0 * ns / wall)), left[0])
+        left[0] -= v
+        return v / 10.0
+    run, lat, lck, cvw = take(t["run_ns"]), take(t["lat_ns"]), take(t["lck_ns"]), take(t["cvw_ns"])
+    return run, lat, lck, cvw, left[0] / 10.0, wall
+
+
 def analyze(proc, syms, opts):
     tnames = {t["tid"]: t["name"] for t in proc.threads}
     cats = []
@@ -421,13 +438,10 @@ def analyze(proc, syms, opts):
 
     threads = []
     for t in proc.threads:
-        wall = max(t["end_ns"] - t["start_ns"], 1)
-        pct = lambda v: round(min(100.0, 100.0 * v / wall), 1)
-        run, lat, lck, cvw = pct(t["run_ns"]), pct(t["lat_ns"]), pct(t["lck_ns"]), pct(t["cvw_ns"])
+        run, lat, lck, cvw, slp, wall = microstates(t)
         threads.append({
             "tid": t["tid"], "name": t["name"], "alive": t["alive"], "wall_nsec": wall,
-            "run_pct": run, "lat_pct": lat, "lck_pct": lck, "cvw_pct": cvw,
-            "slp_pct": round(max(0.0, 100.0 - run - lat - lck - cvw), 1),
+            "run_pct": run, "lat_pct": lat, "lck_pct": lck, "cvw_pct": cvw, "slp_pct": slp,
             "acquisitions": t["acquisitions"], "blocks": t["blocks"], "cv_waits": t["cv_waits"]})
     threads.sort(key=lambda t: (-t["lck_pct"], t["tid"]))
 
@@ -545,8 +559,9 @@ def format_report(rep, opts, multi):
             o.append("%8d %-16s %5.1f %5.1f %5.1f %5.1f %5.1f %10d %8d %8d" % (
                 t["tid"], t["name"][:16], t["run_pct"], t["lat_pct"], t["lck_pct"], t["cvw_pct"],
                 t["slp_pct"], t["acquisitions"], t["blocks"], t["cv_waits"]))
-        o.append("(RUN on cpu, LAT waiting for a cpu, LCK blocked on locks/semaphores, CVW in")
-        o.append(" condition-variable waits, SLP everything else)")
+        o.append("(percent of each thread's life in this image, adding up to 100: RUN on cpu, LAT")
+        o.append(" waiting for a cpu, LCK blocked on locks/semaphores, CVW in condition-variable")
+        o.append(" waits, SLP everything else; cpu spent spinning in a wait counts as RUN)")
     shown = rep["categories"] or ("C" in opts["mode"] and (rep["holders"] or rep["rwlocks"]))
     if not shown:
         # say it: an empty report is otherwise one blank line, which reads as a failure

@@ -137,6 +137,7 @@ extern char g_dir[1024];
 extern char g_ctldir[1024];
 extern pid_t g_pid;
 extern uint64_t g_image_start_ns, g_window_start_ns;
+extern uint64_t g_main_run0, g_main_lat0; /* the main thread's cpu time when this image began */
 extern _Atomic int g_wwait_total;    /* writers currently waiting on any rwlock */
 extern _Atomic uint64_t g_dropped;
 extern _Atomic uint32_t g_li_inits;  /* init-time lock records, capped to leave room for events */
@@ -233,7 +234,7 @@ void record(struct thr *t, int kind, unsigned flags, const void *lockp, int ltyp
 struct thr *thr_by_tid(int tid);
 void thr_index(struct thr *t);
 struct thr *thr_alloc(void);
-void thr_start(struct thr *t);
+void thr_start(struct thr *t, int fresh);
 struct thr *thr_register(void);
 void key_dtor(void *p);        /* the pthread key's destructor: a thread ends */
 /* holder.c */

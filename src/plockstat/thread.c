@@ -43,12 +43,25 @@ struct thr *thr_alloc(void) {
   t->hold_cd = g_mode_hold ? g_hold_period : (1 << 30);
   return t;
 }
-void thr_start(struct thr *t) {
+/* One window per thread for every column of --threads: from the thread's start (or the
+ * image's, for the main thread; or the -p window's) to its end.  fresh: the thread starts now,
+ * in our trampoline, with no cpu time yet.  Otherwise it is registered late (at its first lock
+ * call): the main thread counts from the image's start, whose cpu time init.c noted (an exec'd
+ * image must not inherit the previous one's); any other thread from now, its cpu time so far
+ * set aside. */
+void thr_start(struct thr *t, int fresh) {
   t->tid = my_tid();
   t->alive = 1;
   t->start_ns = now_ns();
+  t->run0 = t->lat0 = 0;
   if (g_window_start_ns > g_image_start_ns) {
     /* Attached later: the thread's earlier cpu time is not in the window. */
+    read_schedstat(t->tid, &t->run0, &t->lat0);
+  } else if (t->tid == g_pid) {
+    t->start_ns = g_image_start_ns;
+    t->run0 = g_main_run0;
+    t->lat0 = g_main_lat0;
+  } else if (!fresh) {
     read_schedstat(t->tid, &t->run0, &t->lat0);
   }
   thr_index(t);
@@ -74,7 +87,7 @@ NOINLINE struct thr *thr_register(void) {
   tls_busy = 1;
   struct thr *t = thr_alloc();
   if (!t) { tls_noreg = 1; tls_busy = 0; return NULL; }
-  thr_start(t);
+  thr_start(t, 0);
   tls_busy = 0;
   tls_thr = t;
   return t;
@@ -84,7 +97,7 @@ NOINLINE struct thr *thr_register(void) {
 static void *thread_trampoline(void *p) {
   struct thr *t = p;
   tls_busy = 1;
-  thr_start(t);
+  thr_start(t, 1);
   tls_busy = 0;
   tls_thr = t;
   return t->fn(t->arg);

@@ -142,6 +142,23 @@ def t_threads_table():
     check(re.search(r"TID\s+NAME\s+RUN\s+LAT\s+LCK\s+CVW\s+SLP", out), "no thread table header")
 
 
+def t_thread_window():
+    # one window per thread, every row adding up to 100; main's window starts at its start, so
+    # the 300 ms it spun before its first lock are in its RUN (about half its ~0.6 s life)
+    out, _, doc = plockstat(["--threads"] + J() + [prog("thread_window")])
+    ts = only_proc(doc)["threads"]
+    check(len(ts) == 3, "expected 3 threads, got %d" % len(ts))
+    for t in ts:
+        total = t["run_pct"] + t["lat_pct"] + t["lck_pct"] + t["cvw_pct"] + t["slp_pct"]
+        check(abs(total - 100.0) <= 1.0, "thread %d: columns add up to %.1f: %s" % (t["tid"], total, t))
+    main = [t for t in ts if t["tid"] == only_proc(doc)["pid"]]
+    check(main, "no row for the main thread")
+    m = main[0]
+    check(m["run_pct"] + m["lat_pct"] >= 30, "main's spin before its first lock is not in its window: %s" % m)
+    check(m["lck_pct"] >= 20, "main blocked ~300 ms of ~600: LCK %.1f" % m["lck_pct"])
+    check(re.search(r"adding up to 100", out), "the table does not say what its columns are")
+
+
 def t_json_schema():
     import jsonschema
     _, _, doc = plockstat(["-A", "-s", "4", "--threads", "-x", "holdsample=1"] + J() + [prog("mutex_test")])
