@@ -123,6 +123,8 @@ void dump(const char *reason) {
     w_str("\nholdsample "); w_u64((uint64_t)g_hold_period);
     w_str("\ndepth "); w_u64((uint64_t)g_depth);
     w_str("\ndropped "); w_u64(atomic_load(&g_dropped));
+    w_str("\nevrows "); w_u64(g_ev_rows);
+    w_str("\nevsize "); w_u64(sizeof(struct ev));
     char exe[1024];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (el > 0) { exe[el] = 0; w_str("\nexe "); w_str(exe); }
@@ -160,9 +162,11 @@ void dump(const char *reason) {
       w_str("\n");
     }
     /* events: E kind flags ltype lock count sum max nbuckets:b=c,... stack */
-    for (uint32_t i = 0; i < EV_SLOTS; i++) {
+    uint32_t nrows = atomic_load(&g_ev_nrows);
+    if (nrows > g_ev_rows) nrows = g_ev_rows;
+    for (uint32_t i = 0; i < nrows; i++) {
       struct ev *e = &g_ev[i];
-      if (atomic_load(&e->state) != 2 || !atomic_load(&e->count)) continue;
+      if (!atomic_load(&e->count)) continue; /* unpublished, or being filled right now */
       w_str("E "); w_u64(e->kind);
       w_str(" "); w_u64(e->flags);
       w_str(" "); w_u64(e->ltype);
@@ -188,7 +192,7 @@ void dump(const char *reason) {
       w_str("\n");
     }
     /* locks: L lock ltype subkind init_pc first_pc reads_while_wwait wwait_busy_ns owner_dead */
-    for (uint32_t i = 0; i < LI_SLOTS; i++) {
+    for (uint32_t i = 0; i < g_li_slots; i++) {
       struct linfo *l = &g_li[i];
       uintptr_t k = atomic_load(&l->key);
       if (!k || !atomic_load(&l->used)) continue;

@@ -28,6 +28,10 @@ struct ctl *g_ctl;
 char g_ctlpath[1100];
 
 struct ev *g_ev;
+_Atomic uint32_t *g_ev_index;
+uint32_t g_ev_rows, g_ev_slots, g_li_slots;
+_Atomic uint32_t g_ev_nrows;
+uint64_t g_aggsize, g_bufsize;
 struct linfo *g_li;
 struct holder *g_ho;
 struct thr *g_thr;
@@ -63,6 +67,8 @@ static void parse_opts(void) {
     else if (kl == 10 && !memcmp(key, "holdsample", 10)) g_hold_period = val ? (int)val : 1;
     else if (kl == 8 && !memcmp(key, "duration", 8)) g_duration_ns = val * 1000000ull;  /* ms */
     else if (kl == 10 && !memcmp(key, "attachable", 10)) g_attachable = (int)val;
+    else if (kl == 7 && !memcmp(key, "aggsize", 7)) g_aggsize = val;
+    else if (kl == 7 && !memcmp(key, "bufsize", 7)) g_bufsize = val;
   }
 }
 

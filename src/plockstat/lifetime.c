@@ -75,9 +75,7 @@ EXPORT int execle(const char *p, const char *arg, ...) {
 void atfork_child(void) {
   /* Each process reports on its own: drop the parent's tables and every thread but this one. */
   struct thr *self = tls_thr;
-  if (g_ev) munmap(g_ev, sizeof(struct ev) * EV_SLOTS);
-  if (g_li) munmap(g_li, sizeof(struct linfo) * LI_SLOTS);
-  if (g_ho) munmap(g_ho, sizeof(struct holder) * HO_SLOTS);
+  free_tables();
   alloc_tables();
   g_pid = getpid();
   g_image_start_ns = g_window_start_ns = now_ns();

@@ -15,6 +15,7 @@ into the report.  One pass: read data -> symbolize addresses -> aggregate -> pri
 import getopt
 import json
 import os
+import re
 import shutil
 import signal
 import struct
@@ -58,7 +59,7 @@ RW_KINDS = {0: "prefer-reader (glibc default)",
 MUTEX_KINDS = {0: "normal", 1: "recursive", 2: "errorcheck", 3: "adaptive"}
 
 IGNORED_X = {
-    "bufsize", "aggsize", "aggrate", "switchrate", "dynvarsize", "cleanrate", "strsize",
+    "aggrate", "switchrate", "dynvarsize", "cleanrate", "strsize",
     "stackframes", "ustackframes", "bufpolicy", "bufresize", "specsize", "nspec", "statusrate",
 }
 
@@ -236,7 +237,7 @@ def parse_data(path):
         else:
             p.hdr[tag] = " ".join(parts[1:])
     for k in ("pid", "ppid", "image_start_ns", "window_start_ns", "end_ns", "hold",
-              "holdsample", "depth", "dropped"):
+              "holdsample", "depth", "dropped", "evrows", "evsize", "signal"):
         p.hdr[k] = int(p.hdr.get(k, "0") or 0)
     return p
 
@@ -448,7 +449,9 @@ def analyze(proc, syms, opts):
     h = proc.hdr
     return {
         "pid": h["pid"], "ppid": h["ppid"], "exe": h.get("exe", "?"), "reason": h.get("reason", "?"),
+        "signal": h["signal"] or None,
         "duration_nsec": max(h["end_ns"] - h["window_start_ns"], 0), "dropped": h["dropped"],
+        "event_rows": h["evrows"], "event_row_bytes": h["evsize"],
         "hold_sample_period": h["holdsample"] if h["hold"] else None,
         "stack_depth": h["depth"], "categories": cats, "holders": holders,
         "rwlocks": rwl, "threads": threads}
@@ -578,8 +581,21 @@ def format_report(rep, opts, multi):
         o.append("that initialized it (or first used it).")
     if rep["dropped"]:
         o.append("")
-        o.append("plockstat: %d events dropped (event table full)" % rep["dropped"])
+        o.extend(dropped_lines(rep))
     return "\n".join(o) + "\n"
+
+
+def dropped_lines(rep):
+    """What a full table cost and how to avoid it (the counts above are short by this many)."""
+    rows, size = rep.get("event_rows"), rep.get("event_row_bytes")
+    if rows and size:
+        # every dropped event may have wanted a row of its own: room for all, plus a quarter
+        need = max((rows + rep["dropped"]) * size * 5 // 4, 2 * rows * size)
+        return ["plockstat: %d events dropped: the event table's %d rows were all in use, so the counts"
+                % (rep["dropped"], rows),
+                "above miss them; rerun with -x aggsize=%dm (now %dm) for room"
+                % (-(-need // (1 << 20)), -(-rows * size // (1 << 20)))]
+    return ["plockstat: %d events dropped (event table full)" % rep["dropped"]]
 
 
 def sanitize(frame):
@@ -610,6 +626,11 @@ def emit(procs, opts, resolver):
         syms = Symbols(p, resolver)
         reports.append(analyze(p, syms, opts))
     text = "".join(format_report(r, opts, len(reports) > 1) for r in reports)
+    if opts["out"] or opts["json"]:
+        # the report goes to a file: the drops still reach the terminal
+        for r in reports:
+            if r["dropped"]:
+                note("pid %d: %s" % (r["pid"], " ".join(dropped_lines(r))[len("plockstat: "):]))
     if opts["out"]:
         with open(opts["out"], "w") as f:
             f.write(text)
@@ -640,9 +661,20 @@ def lib_env(lib, extra):
     return env
 
 
+def parse_size(val):
+    """A DTrace size: bytes, or a number with k, m, g (or K, M, G) appended."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)\s*", val or "")
+    if not m:
+        raise ValueError(val)
+    return int(m.group(1)) << {"": 0, "k": 10, "m": 20, "g": 30}[m.group(2).lower()]
+
+
 def opts_string(opts):
     s = "hold=%d,depth=%d,holdsample=%d" % (1 if "H" in opts["mode"] else 0, opts["depth"],
                                             opts["holdsample"])
+    for k in ("aggsize", "bufsize"):
+        if opts[k]:
+            s += ",%s=%d" % (k, opts[k])
     if opts["secs"]:
         s += ",duration=%d" % int(opts["secs"] * 1000)
     return s
@@ -932,7 +964,10 @@ USAGE = """usage: plockstat [-ACHV] [-n count] [-s depth] [-e secs] [-x opt[=val
   -p pid     observe a process started with --attachable
   -v         say when tracing starts and stops
   -V         print what is interposed
-  -x holdsample=N  time 1 hold in N (default 16); DTrace -x options are accepted and ignored
+  -x holdsample=N  time 1 hold in N (default 16)
+  -x aggsize=SIZE  memory for the event table (default 44m: 65536 rows; k, m, g suffixes)
+  -x bufsize=SIZE  memory for the lock records (default 5m: 65536 locks)
+                   other DTrace -x options are accepted and ignored
   -o file    report to file              --json file   machine-readable report
   --folded file  stacks for flame graphs ("frame;frame;frame nsec")
   --threads  per-thread table: RUN LAT LCK CVW SLP (prstat -mL style)
@@ -949,6 +984,7 @@ def main(argv):
         return 2
     opts = {"mode": "", "depth": 0, "count": 0, "secs": 0.0, "verbose": False, "pid": None,
             "out": None, "json": None, "folded": None, "threads": False, "holdsample": 16,
+            "aggsize": 0, "bufsize": 0,
             "attachable": False, "V": False}
     for o, v in optlist:
         try:
@@ -990,11 +1026,14 @@ def main(argv):
                 name, _, val = v.partition("=")
                 if name == "holdsample":
                     opts["holdsample"] = max(1, int(val or "1"))
+                elif name in ("aggsize", "bufsize"):
+                    opts[name] = parse_size(val)
                 elif name in IGNORED_X:
-                    note("-x %s ignored: DTrace buffer and aggregation tuning has no equivalent here "
-                         "(libplockstat aggregates in place in the process)" % v)
+                    note("-x %s ignored: DTrace tuning with no equivalent here (libplockstat "
+                         "aggregates in place in the process)" % v)
                 else:
-                    note("-x %s ignored: unknown option (known: holdsample=N)" % v)
+                    note("-x %s ignored: unknown option (known: holdsample=N, aggsize=SIZE, "
+                         "bufsize=SIZE)" % v)
         except ValueError:
             die("bad value for %s: %s" % (o, v), 2)
     if not opts["mode"]:

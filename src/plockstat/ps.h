@@ -63,14 +63,13 @@ enum { HK_MUTEX = 1, HK_RD, HK_WR };
 #define HIST_BUCKETS 48
 #define MAX_DEPTH 32
 #define HELD_MAX 16
-#define EV_SLOTS (1u << 14)
-#define LI_SLOTS (1u << 16)
+#define EV_ROWS_DEFAULT (1u << 16)   /* 64K rows: ~45 MB reserved, touched as rows are used */
+#define LI_SLOTS_DEFAULT (1u << 16)
 #define HO_SLOTS (1u << 13)
 #define THR_MAX (1u << 15)
 #define TID_SLOTS (1u << 16)
 
 struct ev {
-  _Atomic uint32_t state; /* 0 free, 1 being filled, 2 ready */
   uint8_t kind, flags, depth, ltype;
   uint64_t hash;
   uintptr_t lock;
@@ -150,7 +149,11 @@ struct ctl;
 extern struct ctl *g_ctl;
 extern char g_ctlpath[1100];
 
-extern struct ev *g_ev;
+extern struct ev *g_ev;              /* event rows, in the order they were first seen */
+extern _Atomic uint32_t *g_ev_index; /* g_ev_slots slots: 0 empty, else row + 1 */
+extern uint32_t g_ev_rows, g_ev_slots, g_li_slots;
+extern _Atomic uint32_t g_ev_nrows;  /* rows handed out (may pass g_ev_rows when full) */
+extern uint64_t g_aggsize, g_bufsize; /* -x aggsize / bufsize in bytes, 0: default */
 extern struct linfo *g_li;
 extern struct holder *g_ho;
 extern struct thr *g_thr;
@@ -224,6 +227,7 @@ void read_schedstat(int tid, uint64_t *run, uint64_t *lat);
 void read_comm(int tid, char out[16]);
 /* table.c */
 void alloc_tables(void);
+void free_tables(void);
 struct ev *ev_get(int kind, unsigned flags, uintptr_t lock, int ltype, const uintptr_t *stk, int depth);
 struct linfo *li_get(uintptr_t lock, int create);
 void li_init(const void *lock, int ltype, uintptr_t pc);

@@ -2,37 +2,41 @@
  * sums and a histogram), locks (where each was initialized and first contended), and holders
  * (who held a lock while others waited, and where they took it).
  *
- * Invariants: slots are claimed with one CAS (state 0 -> 1 -> 2, or key 0 -> lock) and never
- * freed while the process runs, so a reader holding a pointer to a slot never sees it reused;
- * probing is bounded, and a full table drops the event and counts it in g_dropped. */
+ * Invariants: slots are claimed with one CAS (an event index slot 0 -> row, a holder's state
+ * 0 -> 1 -> 2, a lock's key 0 -> lock) and never freed while the process runs, so a reader
+ * holding a pointer to a row never sees it reused; probing is bounded, and a full table drops
+ * the event and counts it in g_dropped, which the report shows. */
 #include "ps.h"
 
+/* The event table: rows handed out in order (a row is ~700 bytes: histogram and stack) under
+ * an open-addressed index of row numbers, so memory grows with the rows in use, not with the
+ * table's capacity, and a dump reads only the rows in use.  A row is filled before the CAS that
+ * publishes its number; a thread that loses the race for an index slot to the same key leaves
+ * its row unpublished (count 0: the dump skips it). */
 struct ev *ev_get(int kind, unsigned flags, uintptr_t lock, int ltype,
-                         const uintptr_t *stk, int depth) {
-  struct ev *tab = g_ev;
-  if (!tab) return NULL;
+                  const uintptr_t *stk, int depth) {
+  if (!g_ev) return NULL;
   uint64_t h = mix(mix(mix(0, lock), (uint64_t)kind << 8 | flags), (uint64_t)depth);
   for (int i = 0; i < depth; i++) h = mix(h, stk[i]);
-  h |= 1;
-  uint32_t i = (uint32_t)h & (EV_SLOTS - 1);
-  for (int probe = 0; probe < 256; probe++, i = (i + 1) & (EV_SLOTS - 1)) {
-    struct ev *e = &tab[i];
-    uint32_t s = atomic_load_explicit(&e->state, memory_order_acquire);
-    if (s == 0) {
-      uint32_t z = 0;
-      if (atomic_compare_exchange_strong(&e->state, &z, 1)) {
+  uint32_t mask = g_ev_slots - 1, i = (uint32_t)h & mask, mine = 0;
+  for (int probe = 0; probe < 256; probe++, i = (i + 1) & mask) {
+    uint32_t r = atomic_load_explicit(&g_ev_index[i], memory_order_acquire);
+    if (r == 0) {
+      if (!mine) {
+        uint32_t n = atomic_fetch_add(&g_ev_nrows, 1);
+        if (n >= g_ev_rows) break; /* full */
+        struct ev *e = &g_ev[n];
         e->hash = h; e->lock = lock; e->kind = (uint8_t)kind; e->flags = (uint8_t)flags;
         e->ltype = (uint8_t)ltype; e->depth = (uint8_t)depth;
         for (int k = 0; k < depth; k++) e->stack[k] = stk[k];
-        atomic_store_explicit(&e->state, 2, memory_order_release);
-        return e;
+        mine = n + 1;
       }
-      s = z;
+      uint32_t z = 0;
+      if (atomic_compare_exchange_strong(&g_ev_index[i], &z, mine)) return &g_ev[mine - 1];
+      r = z;
     }
-    /* Bounded: a signal handler on the filling thread must not spin forever. */
-    for (int spin = 0; s == 1 && spin < 100000; spin++)
-      s = atomic_load_explicit(&e->state, memory_order_acquire);
-    if (s == 2 && e->hash == h && e->lock == lock && e->kind == kind && e->flags == flags) return e;
+    struct ev *e = &g_ev[r - 1];
+    if (e->hash == h && e->lock == lock && e->kind == kind && e->flags == flags) return e;
   }
   atomic_fetch_add(&g_dropped, 1);
   return NULL;
@@ -42,7 +46,7 @@ struct ev *ev_get(int kind, unsigned flags, uintptr_t lock, int ltype,
  * millions of short-lived locks must not fill the table that the contended ones need. */
 void li_init(const void *lock, int ltype, uintptr_t pc) {
   if (tls_busy || !g_li) return;
-  if (atomic_load_explicit(&g_li_inits, memory_order_relaxed) > LI_SLOTS / 2) return;
+  if (atomic_load_explicit(&g_li_inits, memory_order_relaxed) > g_li_slots / 2) return;
   struct linfo *l = li_get((uintptr_t)lock, 1);
   if (!l) return;
   if (!l->init_pc) atomic_fetch_add_explicit(&g_li_inits, 1, memory_order_relaxed);
@@ -53,8 +57,8 @@ void li_init(const void *lock, int ltype, uintptr_t pc) {
 struct linfo *li_get(uintptr_t lock, int create) {
   struct linfo *tab = g_li;
   if (!tab || !lock) return NULL;
-  uint32_t i = (uint32_t)(mix(0, lock)) & (LI_SLOTS - 1);
-  for (int probe = 0; probe < 512; probe++, i = (i + 1) & (LI_SLOTS - 1)) {
+  uint32_t i = (uint32_t)(mix(0, lock)) & (g_li_slots - 1);
+  for (int probe = 0; probe < 512; probe++, i = (i + 1) & (g_li_slots - 1)) {
     struct linfo *l = &tab[i];
     uintptr_t k = atomic_load_explicit(&l->key, memory_order_acquire);
     if (k == lock) return l;
@@ -146,11 +150,35 @@ void record(struct thr *t, int kind, unsigned flags, const void *lockp, int ltyp
 }
 
 
+/* Sizes: -x aggsize (bytes of event rows) and -x bufsize (bytes of lock records) from the
+ * command line, as DTrace's options size its buffers; the index has twice the slots of the
+ * rows, so probes stay short until the rows run out. */
 void alloc_tables(void) {
-  g_ev = map_zero(sizeof(struct ev) * EV_SLOTS);
-  g_li = map_zero(sizeof(struct linfo) * LI_SLOTS);
+  g_ev_rows = g_aggsize ? (uint32_t)(g_aggsize / sizeof(struct ev)) : EV_ROWS_DEFAULT;
+  if (g_ev_rows < 256) g_ev_rows = 256;
+  if (g_ev_rows > (1u << 22)) g_ev_rows = 1u << 22;
+  g_ev_slots = 1;
+  while (g_ev_slots < 2 * g_ev_rows) g_ev_slots <<= 1;
+  g_li_slots = LI_SLOTS_DEFAULT;
+  if (g_bufsize) {
+    uint64_t want = g_bufsize / sizeof(struct linfo);
+    g_li_slots = 1024;
+    while (g_li_slots < want && g_li_slots < (1u << 22)) g_li_slots <<= 1;
+  }
+  atomic_store(&g_ev_nrows, 0);
+  g_ev = map_zero(sizeof(struct ev) * g_ev_rows);
+  g_ev_index = map_zero(sizeof(*g_ev_index) * g_ev_slots);
+  g_li = map_zero(sizeof(struct linfo) * g_li_slots);
   g_ho = map_zero(sizeof(struct holder) * HO_SLOTS);
   g_dropped = 0;
   g_li_inits = 0;
 }
 
+
+void free_tables(void) {
+  if (g_ev) munmap(g_ev, sizeof(struct ev) * g_ev_rows);
+  if (g_ev_index) munmap((void *)g_ev_index, sizeof(*g_ev_index) * g_ev_slots);
+  if (g_li) munmap(g_li, sizeof(struct linfo) * g_li_slots);
+  if (g_ho) munmap(g_ho, sizeof(struct holder) * HO_SLOTS);
+  g_ev = NULL; g_ev_index = NULL; g_li = NULL; g_ho = NULL;
+}

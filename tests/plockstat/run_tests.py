@@ -159,6 +159,28 @@ def t_thread_window():
     check(re.search(r"adding up to 100", out), "the table does not say what its columns are")
 
 
+def t_event_table_size():
+    # 40000 hold rows: the default table takes them all; a table made small with -x aggsize
+    # drops events and says so, with the size to ask for, in the report and on stderr
+    out, err, doc = plockstat(["-H", "-x", "holdsample=1"] + J() + [prog("many_locks")], timeout=120)
+    p = only_proc(doc)
+    holds = sum(e["count"] for e in entries(p, "Mutex hold"))
+    check(p["dropped"] == 0, "%d events dropped with the default table" % p["dropped"])
+    check(holds == 40000, "expected 40000 holds, got %d" % holds)
+    out, err, doc = plockstat(["-H", "-x", "holdsample=1", "-x", "aggsize=1m"] + J() + [prog("many_locks")],
+                              timeout=120)
+    p = only_proc(doc)
+    holds = sum(e["count"] for e in entries(p, "Mutex hold"))
+    check(p["dropped"] > 0 and holds + p["dropped"] == 40000,
+          "aggsize=1m: %d held + %d dropped, expected 40000 in all" % (holds, p["dropped"]))
+    check(p["event_rows"] * p["event_row_bytes"] <= 1 << 20, "aggsize=1m not honoured: %d rows"
+          % p["event_rows"])
+    check(re.search(r"%d events dropped.*-x aggsize=\d+m" % p["dropped"], err, re.S),
+          "the drops are not reported with the size to ask for:\n" + err)
+    out, err, _ = plockstat(["-H", "-x", "aggsize=lots", prog("many_locks")], expect_rc=2)
+    check("aggsize=lots" in err, "a bad size is not named: " + err)
+
+
 def t_json_schema():
     import jsonschema
     _, _, doc = plockstat(["-A", "-s", "4", "--threads", "-x", "holdsample=1"] + J() + [prog("mutex_test")])
