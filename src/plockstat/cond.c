@@ -29,6 +29,9 @@ static int cv_wait(int v, void *c, void *m, clockid_t clk, const struct timespec
   int c11 = v == CV_C11 || v == CV_C11_TIMED;
   int timedout = c11 ? r == thrd_timedout : r == ETIMEDOUT;
   record(t, EV_COND_WAIT, timedout ? F_TIMEDOUT : 0, c, c11 ? LT_CND : LT_COND, ra, t1 - t0);
+  enter_tool();
+  li_partner(c, m);
+  leave_tool(t);
   t->cvw_ns += t1 - t0;
   t->ncvw++;
   if (c11 ? (r == thrd_success || r == thrd_timedout) : (r == 0 || r == ETIMEDOUT || r == EOWNERDEAD))

@@ -191,7 +191,8 @@ void dump(const char *reason) {
       }
       w_str("\n");
     }
-    /* locks: L lock ltype subkind init_pc first_pc reads_while_wwait wwait_busy_ns owner_dead */
+    /* locks: L lock ltype subkind init_pc first_pc reads_while_wwait wwait_busy_ns init_caller
+     *        ordinal partner */
     for (uint32_t i = 0; i < g_li_slots; i++) {
       struct linfo *l = &g_li[i];
       uintptr_t k = atomic_load(&l->key);
@@ -203,6 +204,9 @@ void dump(const char *reason) {
       w_str(" "); w_hex(atomic_load(&l->first_pc));
       w_str(" "); w_u64(atomic_load(&l->reads_while_wwait));
       w_str(" "); w_u64(atomic_load(&l->wwait_busy_ns));
+      w_str(" "); w_hex(l->init_caller);
+      w_str(" "); w_u64(l->ordinal);
+      w_str(" "); w_hex(atomic_load(&l->partner));
       w_str("\n");
     }
     /* holders: H lock tid pc count sum */

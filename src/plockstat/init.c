@@ -147,7 +147,7 @@ void ensure_init(void) {
   alloc_tables();
   if (pthread_key_create(&g_key, key_dtor) == 0) g_key_ok = 1;
   pthread_atfork(NULL, NULL, atfork_child);
-  if (g_depth > 0) { void *b[2]; backtrace(b, 2); } /* loads libgcc_s now, not under a lock */
+  { void *b[2]; backtrace(b, 2); } /* loads libgcc_s now, not under a lock (li_init, -s) */
   int collect = g_dir[0] && !g_attachable;
   if (collect) {
     if (g_duration_ns) g_deadline_ns = g_image_start_ns + g_duration_ns;

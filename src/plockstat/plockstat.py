@@ -194,6 +194,7 @@ class Proc:
         self.locks = {}
         self.holders = []
         self.maps = ""
+        self.sites = None  # (init pc, caller) -> locks made there, for lock_name
 
 
 def parse_data(path):
@@ -225,10 +226,12 @@ def parse_data(path):
                 "lock": int(parts[4], 16), "count": int(parts[5]), "sum": int(parts[6]),
                 "max": int(parts[7]), "hist": hist, "stack": stack})
         elif tag == "L" and len(parts) >= 8:
+            extra = parts[8:11] if len(parts) >= 11 else ["0", "0", "0"]
             p.locks[int(parts[1], 16)] = {
                 "ltype": int(parts[2]), "subkind": int(parts[3]), "init_pc": int(parts[4], 16),
                 "first_pc": int(parts[5], 16), "reads_while_wwait": int(parts[6]),
-                "wwait_busy_ns": int(parts[7])}
+                "wwait_busy_ns": int(parts[7]), "init_caller": int(extra[0], 16),
+                "ordinal": int(extra[1]), "partner": int(extra[2], 16)}
         elif tag == "H" and len(parts) >= 6:
             p.holders.append({"lock": int(parts[1], 16), "tid": int(parts[2]),
                               "pc": int(parts[3], 16), "count": int(parts[4]), "sum": int(parts[5])})
@@ -267,7 +270,7 @@ class Symbols:
                 addrs[pc] = True
         for a, l in proc.locks.items():
             addrs.setdefault(a, False)
-            for pc in (l["init_pc"], l["first_pc"]):
+            for pc in (l["init_pc"], l["first_pc"], l["init_caller"]):
                 if pc:
                     addrs[pc] = True
         for h in proc.holders:
@@ -324,16 +327,36 @@ class Symbols:
         return d
 
 
-def lock_name(proc, syms, addr):
+def lock_name(proc, syms, addr, opts=None, as_partner=False):
+    """A lock's name: its symbol if it is a global (or inside one); else, in brackets, the
+    call that initialized it, that function's caller and the lock's rank among those made
+    there (#n, in order of creation: stable from run to run for a program that creates its locks
+    in the same order); a condition variable never seen initialized, after the mutex it waits
+    with; else the call that first used it.  -x lockaddr appends the address."""
     n = syms.data(addr)
-    if n:
-        return n
-    li = proc.locks.get(addr)
-    if li:
-        pc = li["init_pc"] or li["first_pc"]
-        if pc:
-            return "[%s]" % syms.code(pc)
-    return "0x%x" % addr
+    if not n:
+        li = proc.locks.get(addr)
+        if li and li["init_pc"]:
+            site = syms.code(li["init_pc"])
+            if li.get("init_caller"):
+                site += " from " + syms.code(li["init_caller"])
+            # the rank only where it tells locks apart: a site that made more than one
+            if proc.sites is None:
+                proc.sites = {}
+                for o in proc.locks.values():
+                    k = (o["init_pc"], o["init_caller"])
+                    proc.sites[k] = proc.sites.get(k, 0) + 1
+            many = li["ordinal"] > 1 or proc.sites[(li["init_pc"], li["init_caller"])] > 1
+            n = "[%s%s]" % (site, " #%d" % li["ordinal"] if many and li["ordinal"] else "")
+        elif li and li.get("partner") and not as_partner:
+            n = "[cv of %s]" % lock_name(proc, syms, li["partner"], None, True)
+        elif li and li["first_pc"]:
+            n = "[%s]" % syms.code(li["first_pc"])
+        else:
+            n = "0x%x" % addr
+    if opts and opts.get("lockaddr") and not n.startswith("0x"):
+        n += "@0x%x" % addr
+    return n
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,7 +398,7 @@ def analyze(proc, syms, opts):
             rows.append({
                 "count": e["count"], "nsec": e["sum"] // max(e["count"], 1), "total_nsec": e["sum"],
                 "max_nsec": e["max"], "timed_out": bool(e["flags"] & F_TIMEDOUT),
-                "lock": {"address": "0x%x" % e["lock"], "name": lock_name(proc, syms, e["lock"]),
+                "lock": {"address": "0x%x" % e["lock"], "name": lock_name(proc, syms, e["lock"], opts),
                          "type": LT_NAMES.get(e["ltype"], "unknown")},
                 "caller": syms.frame(stack[0]) if stack else {"address": "0x0", "name": "?"},
                 "stack": [syms.frame(pc) for pc in stack],
@@ -405,7 +428,7 @@ def analyze(proc, syms, opts):
     for l in top[:opts["count"] or 5]:
         hs = sorted(by_lock[l], key=lambda h: -h["sum"])
         holders.append({
-            "lock": {"address": "0x%x" % l, "name": lock_name(proc, syms, l)},
+            "lock": {"address": "0x%x" % l, "name": lock_name(proc, syms, l, opts)},
             "blocked_count": blocked[l][0], "blocked_nsec": blocked[l][1],
             "holders": [{"tid": h["tid"], "thread": tnames.get(h["tid"], "?"),
                          "site": syms.frame(h["pc"]) if h["pc"] else None,
@@ -430,7 +453,7 @@ def analyze(proc, syms, opts):
         rate = reads / (busy / 1e9) if busy else 0.0
         starved = kind in (0, 1) and w["max"] >= 1000000 and reads >= max(2 * w["count"], 10)
         rwl.append({
-            "lock": {"address": "0x%x" % l, "name": lock_name(proc, syms, l)},
+            "lock": {"address": "0x%x" % l, "name": lock_name(proc, syms, l, opts)},
             "kind": RW_KINDS.get(kind, "kind %d" % kind), "kind_value": kind,
             "writer_waits": w["count"], "writer_timeouts": w["timed_out"],
             "longest_writer_wait_nsec": w["max"], "mean_writer_wait_nsec": w["sum"] // max(w["count"], 1),
@@ -577,8 +600,10 @@ def format_report(rep, opts, multi):
         o.append("No lock contention: %s." % "; ".join(said or ["no lock events recorded"]))
     if anon:
         o.append("")
-        o.append("[object`function+0x..]: a lock that is not a global variable, named by the call")
-        o.append("that initialized it (or first used it).")
+        o.append("[object`function+0x.. from caller #n]: a lock that is not a global variable, named")
+        o.append("by the call that initialized it, that function's caller, and #n, the n-th lock made")
+        o.append("there; [cv of ...]: a condition variable, by its mutex; [object`function+0x..]")
+        o.append("alone: the call that first used it.")
     if rep["dropped"]:
         o.append("")
         o.extend(dropped_lines(rep))
@@ -967,6 +992,7 @@ USAGE = """usage: plockstat [-ACHV] [-n count] [-s depth] [-e secs] [-x opt[=val
   -x holdsample=N  time 1 hold in N (default 16)
   -x aggsize=SIZE  memory for the event table (default 44m: 65536 rows; k, m, g suffixes)
   -x bufsize=SIZE  memory for the lock records (default 5m: 65536 locks)
+  -x lockaddr      append each lock's address to its name
                    other DTrace -x options are accepted and ignored
   -o file    report to file              --json file   machine-readable report
   --folded file  stacks for flame graphs ("frame;frame;frame nsec")
@@ -984,7 +1010,7 @@ def main(argv):
         return 2
     opts = {"mode": "", "depth": 0, "count": 0, "secs": 0.0, "verbose": False, "pid": None,
             "out": None, "json": None, "folded": None, "threads": False, "holdsample": 16,
-            "aggsize": 0, "bufsize": 0,
+            "aggsize": 0, "bufsize": 0, "lockaddr": False,
             "attachable": False, "V": False}
     for o, v in optlist:
         try:
@@ -1026,6 +1052,8 @@ def main(argv):
                 name, _, val = v.partition("=")
                 if name == "holdsample":
                     opts["holdsample"] = max(1, int(val or "1"))
+                elif name == "lockaddr":
+                    opts["lockaddr"] = True
                 elif name in ("aggsize", "bufsize"):
                     opts[name] = parse_size(val)
                 elif name in IGNORED_X:
@@ -1033,7 +1061,7 @@ def main(argv):
                          "aggregates in place in the process)" % v)
                 else:
                     note("-x %s ignored: unknown option (known: holdsample=N, aggsize=SIZE, "
-                         "bufsize=SIZE)" % v)
+                         "bufsize=SIZE, lockaddr)" % v)
         except ValueError:
             die("bad value for %s: %s" % (o, v), 2)
     if not opts["mode"]:

@@ -83,7 +83,9 @@ struct linfo {
   uint8_t ltype;
   _Atomic uint8_t used;
   int subkind;                       /* mutex __kind / rwlock __flags when first seen */
-  uintptr_t init_pc;
+  uintptr_t init_pc, init_caller;    /* where it was initialized, and that function's caller */
+  uint32_t ordinal;                  /* n-th lock initialized there (1-based): its stable name */
+  _Atomic uintptr_t partner;         /* a condvar: the mutex its first wait used */
   _Atomic uintptr_t first_pc;
   _Atomic int32_t writers_waiting;
   _Atomic uint64_t wwait_start, wwait_busy_ns, reads_while_wwait, owner_dead;
@@ -231,6 +233,7 @@ void free_tables(void);
 struct ev *ev_get(int kind, unsigned flags, uintptr_t lock, int ltype, const uintptr_t *stk, int depth);
 struct linfo *li_get(uintptr_t lock, int create);
 void li_init(const void *lock, int ltype, uintptr_t pc);
+void li_partner(const void *cond, const void *mutex);
 void holder_add(uintptr_t lock, int tid, uintptr_t pc, uint64_t ns);
 void record(struct thr *t, int kind, unsigned flags, const void *lockp, int ltype, uintptr_t ra,
             uint64_t ns);

@@ -42,16 +42,64 @@ struct ev *ev_get(int kind, unsigned flags, uintptr_t lock, int ltype,
   return NULL;
 }
 
+/* Init sites, for lock names: locks made by one function (pigz's new_lock_, a server's
+ * per-connection mutex) differ by their order of creation there, which is the same from run to
+ * run when the program is; the n-th lock from a site is "#n". */
+#define SITE_SLOTS 8192u
+static struct { _Atomic uint64_t key; _Atomic uint32_t n; } g_site[SITE_SLOTS];
+
+static uint32_t site_ordinal(uintptr_t pc, uintptr_t caller) {
+  uint64_t k = mix(mix(0, pc), caller) | 1;
+  uint32_t i = (uint32_t)k & (SITE_SLOTS - 1);
+  for (int probe = 0; probe < 64; probe++, i = (i + 1) & (SITE_SLOTS - 1)) {
+    uint64_t z = 0;
+    if (atomic_load_explicit(&g_site[i].key, memory_order_acquire) == k ||
+        atomic_compare_exchange_strong(&g_site[i].key, &z, k) || z == k)
+      return atomic_fetch_add(&g_site[i].n, 1) + 1;
+  }
+  return 0; /* table full: named by its site alone */
+}
+
+/* The caller of the function that called pthread_*_init: "new_lock_" says little; who asked
+ * for the lock says which one it is.  backtrace() costs a microsecond or two, paid once per
+ * lock initialization while the lock table has room (see li_init's cap). */
+static uintptr_t init_caller(uintptr_t ra) {
+  void *buf[8];
+  int n = backtrace(buf, 8);
+  for (int i = 0; i + 1 < n; i++)
+    if ((uintptr_t)buf[i] == ra) return (uintptr_t)buf[i + 1];
+  return 0;
+}
+
 /* Record where a lock was initialized, to name it if it is not a global.  Programs that make
  * millions of short-lived locks must not fill the table that the contended ones need. */
 void li_init(const void *lock, int ltype, uintptr_t pc) {
   if (tls_busy || !g_li) return;
   if (atomic_load_explicit(&g_li_inits, memory_order_relaxed) > g_li_slots / 2) return;
+  struct thr *t = tls_thr;
+  enter_tool();
   struct linfo *l = li_get((uintptr_t)lock, 1);
-  if (!l) return;
-  if (!l->init_pc) atomic_fetch_add_explicit(&g_li_inits, 1, memory_order_relaxed);
-  l->init_pc = pc;
-  l->ltype = (uint8_t)ltype;
+  if (l) {
+    if (!l->init_pc) atomic_fetch_add_explicit(&g_li_inits, 1, memory_order_relaxed);
+    uintptr_t caller = init_caller(pc);
+    l->init_pc = pc;
+    l->init_caller = caller;
+    l->ordinal = site_ordinal(pc, caller);
+    l->ltype = (uint8_t)ltype;
+  }
+  leave_tool(t);
+}
+
+/* A condition variable with no name of its own (heap-allocated, never seen initialized) is
+ * named after the mutex it is used with. */
+void li_partner(const void *cond, const void *mutex) {
+  struct linfo *l = li_get((uintptr_t)cond, 0);
+  uintptr_t z = 0;
+  if (!l || !atomic_compare_exchange_strong(&l->partner, &z, (uintptr_t)mutex)) return;
+  /* the data file lists used locks only: the partner's record must be there to name it */
+  struct linfo *m = li_get((uintptr_t)mutex, 0);
+  uint8_t u = 0;
+  if (m) atomic_compare_exchange_strong(&m->used, &u, 2); /* 2: listed, not yet contended */
 }
 
 struct linfo *li_get(uintptr_t lock, int create) {
@@ -139,7 +187,7 @@ void record(struct thr *t, int kind, unsigned flags, const void *lockp, int ltyp
     if (!l->ltype) l->ltype = (uint8_t)ltype;
     uintptr_t z = 0;
     atomic_compare_exchange_strong(&l->first_pc, &z, ra);
-    if (!atomic_load_explicit(&l->used, memory_order_relaxed)) {
+    if (atomic_load_explicit(&l->used, memory_order_relaxed) != 1) {
       if (ltype == LT_MUTEX || ltype == LT_MTX) l->subkind = ((pthread_mutex_t *)lockp)->__data.__kind;
       if (ltype == LT_RWLOCK) l->subkind = (int)((pthread_rwlock_t *)lockp)->__data.__flags;
       atomic_store_explicit(&l->used, 1, memory_order_relaxed);
@@ -172,6 +220,7 @@ void alloc_tables(void) {
   g_ho = map_zero(sizeof(struct holder) * HO_SLOTS);
   g_dropped = 0;
   g_li_inits = 0;
+  memset(g_site, 0, sizeof g_site);
 }
 
 

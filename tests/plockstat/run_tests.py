@@ -181,6 +181,40 @@ def t_event_table_size():
     check("aggsize=lots" in err, "a bad size is not named: " + err)
 
 
+def t_heap_lock_names():
+    # two heap locks (and their condvars) made by one function at one call site: distinct
+    # names (init site, its caller, #n in order of creation), the same in two runs and in the
+    # text, JSON and folded outputs; -x lockaddr adds the address
+    fpath = os.path.join(TMP, "folded.txt")
+    runs = []
+    for _ in range(2):
+        out, _, doc = plockstat(["-C"] + J() + ["--folded", fpath, prog("heap_locks")])
+        p = only_proc(doc)
+        got = {}
+        for cat, want in (("Mutex block", {"#1": 3, "#2": 5}), ("Condvar wait", {"#1": 2, "#2": 4})):
+            rows = entries(p, cat)
+            names = {r["lock"]["name"] for r in rows}
+            check(len(names) == 2, "%s: expected 2 distinct lock names, got %s" % (cat, sorted(names)))
+            for r in rows:
+                n = r["lock"]["name"]
+                check("new_lock" in n and "setup" in n, "%s: name lacks the site and its caller: %s" % (cat, n))
+                rank = re.search(r"#(\d+)\]+$", n)
+                check(rank, "%s: no #n rank in %s" % (cat, n))
+                check(r["count"] == want["#" + rank.group(1)],
+                      "%s %s: count %d, expected %d" % (cat, n, r["count"], want["#" + rank.group(1)]))
+                check(n in out, "%s: %s is not in the text report" % (cat, n))
+                folded = open(fpath).read()
+                check(n.replace(" ", "_") in folded, "%s: %s is not in the folded output" % (cat, n))
+            got[cat] = sorted(names)
+        check(any(n.startswith("[cv of [") for n in got["Condvar wait"]), "condvars not named by their mutex")
+        runs.append(got)
+    check(runs[0] == runs[1], "names changed between runs: %s vs %s" % (runs[0], runs[1]))
+    _, _, doc = plockstat(["-C", "-x", "lockaddr"] + J() + [prog("heap_locks")])
+    for r in entries(only_proc(doc), "Mutex block"):
+        check(r["lock"]["name"].endswith("@" + r["lock"]["address"]),
+              "-x lockaddr: %s does not end with its address %s" % (r["lock"]["name"], r["lock"]["address"]))
+
+
 def t_json_schema():
     import jsonschema
     _, _, doc = plockstat(["-A", "-s", "4", "--threads", "-x", "holdsample=1"] + J() + [prog("mutex_test")])
