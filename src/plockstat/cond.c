@@ -24,14 +24,13 @@ static int cv_wait(int v, void *c, void *m, clockid_t clk, const struct timespec
   uint64_t h0 = t->nheld ? held_pop(t, m, &hk) : 0;
   uint64_t t0 = now_ns();
   if (h0) hold_record(t, m, hk, ra, h0, t0);
+  wait_begin(t, EV_COND_WAIT, c, m, ra, 0, 0);
   int r = cv_call(v, c, m, clk, a);
   uint64_t t1 = now_ns();
+  wait_end(t);
   int c11 = v == CV_C11 || v == CV_C11_TIMED;
   int timedout = c11 ? r == thrd_timedout : r == ETIMEDOUT;
   record(t, EV_COND_WAIT, timedout ? F_TIMEDOUT : 0, c, c11 ? LT_CND : LT_COND, ra, t1 - t0);
-  enter_tool();
-  li_partner(c, m);
-  leave_tool(t);
   t->cvw_ns += t1 - t0;
   t->ncvw++;
   if (c11 ? (r == thrd_success || r == thrd_timedout) : (r == 0 || r == ETIMEDOUT || r == EOWNERDEAD))

@@ -161,6 +161,26 @@ void dump(const char *reason) {
       w_str(" "); w_str(name[0] ? name : "-");
       w_str("\n");
     }
+    /* waits in progress: W tid kind lock mutex waited_ns pc owner owner_pc stack */
+    for (uint32_t i = 0; i < nt; i++) {
+      struct thr *t = &g_thr[i];
+      uintptr_t lock = t->w_lock;
+      if (!t->inuse || !t->alive || !lock) continue;
+      uint64_t t0 = t->w_t0;
+      w_str("W "); w_u64((uint64_t)t->tid);
+      w_str(" "); w_u64((uint64_t)t->w_kind);
+      w_str(" "); w_hex(lock);
+      w_str(" "); w_hex(t->w_mutex);
+      w_str(" "); w_u64(tend > t0 ? tend - t0 : 0);
+      w_str(" "); w_hex(t->w_pc);
+      w_str(" "); w_u64((uint64_t)(t->w_owner > 0 ? t->w_owner : 0));
+      w_str(" "); w_hex(t->w_owner_pc);
+      w_str(" ");
+      int d = t->w_depth < 0 ? 0 : t->w_depth > MAX_DEPTH ? MAX_DEPTH : t->w_depth;
+      if (!d) w_hex(t->w_pc);
+      for (int k = 0; k < d; k++) { if (k) w_str(","); w_hex(t->w_stk[k]); }
+      w_str("\n");
+    }
     /* events: E kind flags ltype lock count sum max nbuckets:b=c,... stack */
     uint32_t nrows = atomic_load(&g_ev_nrows);
     if (nrows > g_ev_rows) nrows = g_ev_rows;

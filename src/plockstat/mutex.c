@@ -18,10 +18,12 @@ static NOINLINE int mutex_slow(struct thr *t, pthread_mutex_t *m, int r, uintptr
          : how == HOW_TIMED ? real.mutex_timedlock(m, abst) : real.mutex_clocklock(m, clk, abst);
   }
   uintptr_t hpc = holder_pc(owner, (uintptr_t)m);
+  wait_begin(t, EV_MUTEX_BLOCK, m, NULL, ra, owner, hpc);
   uint64_t t0 = now_ns();
   r = how == HOW_PLAIN ? real.mutex_lock(m)
     : how == HOW_TIMED ? real.mutex_timedlock(m, abst) : real.mutex_clocklock(m, clk, abst);
   uint64_t t1 = now_ns();
+  wait_end(t);
   if (r == EDEADLK || r == EINVAL || r == ENOTRECOVERABLE) return r;
   uint64_t ns = t1 - t0;
   /* A timed-out wait did block: it counts as a block, flagged, but it acquired nothing. */
@@ -106,9 +108,11 @@ static int mtx_acquire(mtx_t *m, uintptr_t ra, const struct timespec *a, int tim
   if (r != thrd_busy) return r;
   int owner = ((volatile pthread_mutex_t *)(void *)m)->__data.__owner;
   uintptr_t hpc = holder_pc(owner, (uintptr_t)m);
+  wait_begin(t, EV_MUTEX_BLOCK, m, NULL, ra, owner, hpc);
   uint64_t t0 = now_ns();
   r = timed ? real.mtx_timedlock(m, a) : real.mtx_lock(m);
   uint64_t t1 = now_ns();
+  wait_end(t);
   if (r == thrd_error) return r;
   record(t, EV_MUTEX_BLOCK, r == thrd_timedout ? F_TIMEDOUT : 0, m, LT_MTX, ra, t1 - t0);
   if (owner > 0) holder_add((uintptr_t)m, owner, hpc, t1 - t0);

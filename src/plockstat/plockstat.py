@@ -193,6 +193,7 @@ class Proc:
         self.events = []
         self.locks = {}
         self.holders = []
+        self.waits = []    # threads blocked when the data was written
         self.maps = ""
         self.sites = None  # (init pc, caller) -> locks made there, for lock_name
 
@@ -235,7 +236,13 @@ def parse_data(path):
         elif tag == "H" and len(parts) >= 6:
             p.holders.append({"lock": int(parts[1], 16), "tid": int(parts[2]),
                               "pc": int(parts[3], 16), "count": int(parts[4]), "sum": int(parts[5])})
-        elif tag in ("T", "E", "L", "H"):
+        elif tag == "W" and len(parts) >= 10:
+            p.waits.append({"tid": int(parts[1]), "kind": int(parts[2]), "lock": int(parts[3], 16),
+                            "mutex": int(parts[4], 16), "waited_ns": int(parts[5]),
+                            "pc": int(parts[6], 16), "owner": int(parts[7]),
+                            "owner_pc": int(parts[8], 16),
+                            "stack": [int(x, 16) for x in parts[9].split(",") if x]})
+        elif tag in ("T", "E", "L", "H", "W"):
             continue
         else:
             p.hdr[tag] = " ".join(parts[1:])
@@ -276,6 +283,13 @@ class Symbols:
         for h in proc.holders:
             if h["pc"]:
                 addrs[h["pc"]] = True
+        for w in proc.waits:
+            for a in (w["lock"], w["mutex"]):
+                if a:
+                    addrs.setdefault(a, False)
+            for pc in [w["pc"], w["owner_pc"]] + w["stack"]:
+                if pc:
+                    addrs[pc] = True
         if not addrs:
             return
         with tempfile.NamedTemporaryFile("w", suffix=".maps", delete=False) as mf:
@@ -379,6 +393,79 @@ def microstates(t):
     return run, lat, lck, cvw, left[0] / 10.0, wall
 
 
+WAIT_KIND = {EV_MUTEX_BLOCK: "mutex", EV_RD_BLOCK: "rwlock (read)", EV_WR_BLOCK: "rwlock (write)",
+             EV_COND_WAIT: "condvar", EV_SPIN_BLOCK: "spinlock", EV_SEM_WAIT: "semaphore"}
+
+
+def waits_in_progress(proc, syms, opts, tnames):
+    """The threads that were blocked when the data was written (a hang, a deadlock, workers
+    parked on a condition variable), longest wait first, and the deadlocks among them: a
+    cycle of threads each waiting for a lock the next one holds."""
+    waiting = []
+    for w in proc.waits:
+        owner = None
+        if w["owner"]:
+            owner = {"tid": w["owner"], "thread": tnames.get(w["owner"], "?"),
+                     "site": syms.frame(w["owner_pc"]) if w["owner_pc"] else None}
+        waiting.append({
+            "tid": w["tid"], "thread": tnames.get(w["tid"], "?"),
+            "kind": WAIT_KIND.get(w["kind"], "lock"), "waited_nsec": w["waited_ns"],
+            "lock": {"address": "0x%x" % w["lock"], "name": lock_name(proc, syms, w["lock"], opts)},
+            "mutex": ({"address": "0x%x" % w["mutex"], "name": lock_name(proc, syms, w["mutex"], opts)}
+                      if w["mutex"] else None),
+            "holder": owner, "stack": [syms.frame(pc) for pc in (w["stack"] or [w["pc"]])]})
+    waiting.sort(key=lambda x: (-x["waited_nsec"], x["tid"]))
+    # Each blocked thread waits for at most one holder: follow the arrows from every thread;
+    # coming back to a thread on the current path closes a cycle.
+    by_tid = {x["tid"]: x for x in waiting}
+    deadlocks, seen = [], set()
+    for start in sorted(by_tid):
+        path, t = [], start
+        while t in by_tid and t not in seen and t not in path:
+            path.append(t)
+            h = by_tid[t]["holder"]
+            t = h["tid"] if h else None
+        if t in path:
+            cycle = path[path.index(t):]
+            deadlocks.append({"threads": [by_tid[x] for x in cycle]})
+        seen.update(path)
+    return waiting, deadlocks
+
+
+def format_waits(rep):
+    o = []
+    if not rep["waiting"]:
+        return o
+    o.append("")
+    o.append("Waits in progress (threads blocked when the data was written)")
+    o.append("")
+    o.append("%8s %-16s %12s %-15s %-28s %s" % ("TID", "NAME", "Waited ms", "Kind", "Lock", "Holder"))
+    o.append(SEP)
+    for w in rep["waiting"]:
+        hold = ""
+        if w["holder"]:
+            hold = "tid %d" % w["holder"]["tid"]
+            if w["holder"]["site"]:
+                hold += " at " + w["holder"]["site"]["name"]
+        elif w["mutex"]:
+            hold = "(re-takes %s)" % w["mutex"]["name"]
+        o.append("%8d %-16s %12.1f %-15s %-28s %s" % (w["tid"], w["thread"][:16], w["waited_nsec"] / 1e6,
+                                                      w["kind"], w["lock"]["name"], hold))
+        for f in w["stack"]:
+            o.append("%38s %s" % ("", f["name"] + (" (%s:%d)" % (os.path.basename(f["file"]), f["line"])
+                                                    if f.get("file") else "")))
+    for d in rep["deadlocks"]:
+        o.append("")
+        ts = d["threads"]
+        o.append("DEADLOCK: %d threads wait for each other:" % len(ts))
+        for w in ts:
+            site = " (taken at %s)" % w["holder"]["site"]["name"] if w["holder"]["site"] else ""
+            o.append("  tid %d waits for %s at %s, held by tid %d%s" % (
+                w["tid"], w["lock"]["name"], w["stack"][0]["name"], w["holder"]["tid"], site))
+        o.append("  Take the locks in one global order in every thread (or use trylock and back off).")
+    return o
+
+
 def analyze(proc, syms, opts):
     tnames = {t["tid"]: t["name"] for t in proc.threads}
     cats = []
@@ -469,6 +556,7 @@ def analyze(proc, syms, opts):
             "acquisitions": t["acquisitions"], "blocks": t["blocks"], "cv_waits": t["cv_waits"]})
     threads.sort(key=lambda t: (-t["lck_pct"], t["tid"]))
 
+    waiting, deadlocks = waits_in_progress(proc, syms, opts, tnames)
     h = proc.hdr
     return {
         "pid": h["pid"], "ppid": h["ppid"], "exe": h.get("exe", "?"), "reason": h.get("reason", "?"),
@@ -477,7 +565,7 @@ def analyze(proc, syms, opts):
         "event_rows": h["evrows"], "event_row_bytes": h["evsize"],
         "hold_sample_period": h["holdsample"] if h["hold"] else None,
         "stack_depth": h["depth"], "categories": cats, "holders": holders,
-        "rwlocks": rwl, "threads": threads}
+        "rwlocks": rwl, "threads": threads, "waiting": waiting, "deadlocks": deadlocks}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -535,6 +623,7 @@ def format_report(rep, opts, multi):
                     right = frames[i] if i < len(frames) else ""
                     o.append(("%s %s" % (left, right)).rstrip())
                 o.append("")
+    o.extend(format_waits(rep))
     if rep["holders"] and "C" in opts["mode"]:
         o.append("")
         o.append("Who held it (top contended locks: the thread and call site holding the lock")
@@ -588,7 +677,7 @@ def format_report(rep, opts, multi):
         o.append("(percent of each thread's life in this image, adding up to 100: RUN on cpu, LAT")
         o.append(" waiting for a cpu, LCK blocked on locks/semaphores, CVW in condition-variable")
         o.append(" waits, SLP everything else; cpu spent spinning in a wait counts as RUN)")
-    shown = rep["categories"] or ("C" in opts["mode"] and (rep["holders"] or rep["rwlocks"]))
+    shown = rep["categories"] or rep["waiting"] or ("C" in opts["mode"] and (rep["holders"] or rep["rwlocks"]))
     if not shown:
         # say it: an empty report is otherwise one blank line, which reads as a failure
         said = []

@@ -118,6 +118,16 @@ struct thr {
   char name[16];
   void *(*fn)(void *);
   void *arg;
+  /* The wait in progress (w_lock != 0 while this thread is blocked in a lock, condition
+   * variable or semaphore): what a report shows of a hang or a deadlock.  Written by the owner
+   * in the slow path only, w_lock last on entry and first on exit; read by a dump from any
+   * thread, where a stale value is harmless. */
+  volatile uintptr_t w_lock;
+  uintptr_t w_mutex, w_pc, w_owner_pc; /* cond: its mutex; the call; where the owner took it */
+  uint64_t w_t0;
+  int w_kind, w_owner, w_depth;        /* event kind; the owner's tid at the start, or 0 */
+  uintptr_t w_stk[MAX_DEPTH];          /* the stack, captured once for the wait ... */
+  uintptr_t w_stk_lock;                /* ... on this lock, for record() to reuse */
 };
 
 
@@ -258,6 +268,14 @@ void dump(const char *reason);
 /* lifetime.c */
 void atfork_child(void);
 void fatal_signals_install(void);
+
+/* ---- waits in progress (table.c) --------------------------------------------------------- */
+void wait_begin(struct thr *t, int kind, const void *lock, const void *mutex, uintptr_t ra,
+                int owner, uintptr_t owner_pc);
+static inline void wait_end(struct thr *t) {
+  t->w_lock = 0;
+  __asm__ volatile("" ::: "memory");
+}
 
 /* ---- inline pieces of the fast paths -------------------------------------------------- */
 enum { HOW_PLAIN, HOW_TIMED, HOW_CLOCK };

@@ -13,10 +13,12 @@ static NOINLINE int rd_slow(struct thr *t, pthread_rwlock_t *l, int r, uintptr_t
   if (r != EBUSY) return r;
   int owner = ((volatile pthread_rwlock_t *)l)->__data.__cur_writer;
   uintptr_t hpc = owner ? holder_pc(owner, (uintptr_t)l) : 0;
+  wait_begin(t, EV_RD_BLOCK, l, NULL, ra, owner, hpc);
   uint64_t t0 = now_ns();
   r = how == HOW_PLAIN ? real.rw_rdlock(l)
     : how == HOW_TIMED ? real.rw_timedrdlock(l, abst) : real.rw_clockrdlock(l, clk, abst);
   uint64_t t1 = now_ns();
+  wait_end(t);
   if (r == EDEADLK || r == EINVAL || r == EAGAIN) return r;
   uint64_t ns = t1 - t0;
   record(t, EV_RD_BLOCK, r == ETIMEDOUT ? F_TIMEDOUT : 0, l, LT_RWLOCK, ra, ns);
@@ -59,6 +61,7 @@ static NOINLINE int wr_slow(struct thr *t, pthread_rwlock_t *l, int r, uintptr_t
   enter_tool();
   struct linfo *li = li_get((uintptr_t)l, 1);
   leave_tool(t);
+  wait_begin(t, EV_WR_BLOCK, l, NULL, ra, owner, hpc);
   uint64_t t0 = now_ns();
   if (li) {
     if (atomic_fetch_add(&li->writers_waiting, 1) == 0) atomic_store(&li->wwait_start, t0);
@@ -67,6 +70,7 @@ static NOINLINE int wr_slow(struct thr *t, pthread_rwlock_t *l, int r, uintptr_t
   r = how == HOW_PLAIN ? real.rw_wrlock(l)
     : how == HOW_TIMED ? real.rw_timedwrlock(l, abst) : real.rw_clockwrlock(l, clk, abst);
   uint64_t t1 = now_ns();
+  wait_end(t);
   if (li) {
     atomic_fetch_sub(&g_wwait_total, 1);
     if (atomic_fetch_sub(&li->writers_waiting, 1) == 1)

@@ -7,9 +7,11 @@ EXPORT int ps_spin_lock(pthread_spinlock_t *s) {
   if (!real.spin_lock) ensure_init();
   if (UNLIKELY(!t)) return real.spin_lock(s);
   if (LIKELY(real.spin_trylock(s) == 0)) { t->acq++; return 0; }
+  wait_begin(t, EV_SPIN_BLOCK, (void *)s, NULL, RA, 0, 0);
   uint64_t t0 = now_ns();
   int r = real.spin_lock(s);
   uint64_t t1 = now_ns();
+  wait_end(t);
   record(t, EV_SPIN_BLOCK, 0, (void *)s, LT_SPIN, RA, t1 - t0);
   t->lck_ns += t1 - t0;
   t->nblock++;
@@ -43,12 +45,14 @@ static int sem_common(sem_t *s, uintptr_t ra, int how, clockid_t clk, const stru
     if (errno != EAGAIN) { t = NULL; }
     errno = e;
   }
+  if (t) wait_begin(t, EV_SEM_WAIT, s, NULL, ra, 0, 0);
   uint64_t t0 = t ? now_ns() : 0;
   int r = how == HOW_PLAIN ? real.sem_wait(s)
         : how == HOW_TIMED ? real.sem_timedwait(s, a) : real.sem_clockwait(s, clk, a);
   if (t) {
     int e = errno;
     uint64_t t1 = now_ns();
+    wait_end(t);
     record(t, EV_SEM_WAIT, (r != 0 && e == ETIMEDOUT) ? F_TIMEDOUT : 0, s, LT_SEM, ra, t1 - t0);
     t->lck_ns += t1 - t0;
     t->nblock++;

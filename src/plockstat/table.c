@@ -168,12 +168,43 @@ static void check_deadline(uint64_t t) {
   if (g_deadline_ns && t >= g_deadline_ns) atomic_store(&g_on, 0);
 }
 
+/* About to block: note the wait where a dump can see it (a hang, a deadlock, a thread parked
+ * on a condition variable when the program is stopped), with the stack, which record() then
+ * reuses instead of unwinding a second time. */
+void wait_begin(struct thr *t, int kind, const void *lock, const void *mutex, uintptr_t ra,
+                int owner, uintptr_t owner_pc) {
+  enter_tool();
+  t->w_kind = kind;
+  t->w_mutex = (uintptr_t)mutex;
+  t->w_pc = ra;
+  t->w_owner = owner;
+  t->w_owner_pc = owner_pc;
+  t->w_depth = capture_stack(t->w_stk, ra);
+  t->w_stk_lock = (uintptr_t)lock;
+  /* The lock's record must be in the data file to name it while the wait is in progress. */
+  struct linfo *l = li_get((uintptr_t)lock, 1);
+  uint8_t u = 0;
+  if (l) atomic_compare_exchange_strong(&l->used, &u, 2);
+  if (mutex) li_partner(lock, mutex);
+  t->w_t0 = now_ns();
+  __asm__ volatile("" ::: "memory");
+  t->w_lock = (uintptr_t)lock;
+  leave_tool(t);
+}
+
 void record(struct thr *t, int kind, unsigned flags, const void *lockp, int ltype,
                    uintptr_t ra, uint64_t ns) {
   uintptr_t lock = (uintptr_t)lockp;
   enter_tool();
   uintptr_t stk[MAX_DEPTH];
-  int d = capture_stack(stk, ra);
+  int d;
+  if (t->w_depth && t->w_pc == ra && t->w_stk_lock == lock) { /* wait_begin's, for this wait */
+    d = t->w_depth;
+    for (int i = 0; i < d; i++) stk[i] = t->w_stk[i];
+  } else {
+    d = capture_stack(stk, ra);
+  }
+  t->w_depth = 0;
   struct ev *e = ev_get(kind, flags, lock, ltype, stk, d);
   if (e) {
     atomic_fetch_add_explicit(&e->count, 1, memory_order_relaxed);

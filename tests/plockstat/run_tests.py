@@ -215,6 +215,46 @@ def t_heap_lock_names():
               "-x lockaddr: %s does not end with its address %s" % (r["lock"]["name"], r["lock"]["address"]))
 
 
+def t_deadlock():
+    # a program that hangs: an ABBA deadlock and a thread parked on a condvar.  Stopped from
+    # outside, the report lists the three waits (lock, time, stack, holder), names the cycle as
+    # a deadlock with both locks and both stacks, and the JSON validates
+    jpath = os.path.join(TMP, "report.json")
+    cmd = [A.plockstat, "-C", "-s", "4", "--json", jpath, prog("abba")]
+    bg = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    check(bg.stdout.readline().strip() == "ready", "the program did not start")
+    time.sleep(0.2)
+    bg.send_signal(signal.SIGTERM)
+    out, err = bg.communicate(timeout=60)
+    sys.stdout.write(out + err)
+    with open(jpath) as f:
+        doc = json.load(f)
+    validate_schema(doc)
+    p = only_proc(doc)
+    ws = {w["lock"]["name"]: w for w in p["waiting"]}
+    for name, fn, kind in (("abba`lock_b", "a_then_b", "mutex"), ("abba`lock_a", "b_then_a", "mutex"),
+                           ("abba`never_cv", "parked", "condvar")):
+        w = ws.get(name)
+        check(w, "no wait in progress on %s: %s" % (name, sorted(ws)))
+        check(w["kind"] == kind, "%s: kind %s" % (name, w["kind"]))
+        check(w["stack"][0]["name"].startswith("abba`" + fn), "%s: stack %s" % (name, w["stack"][:1]))
+        check(w["waited_nsec"] >= 200 * 1000 * 1000, "%s: waited only %d ns" % (name, w["waited_nsec"]))
+    check(ws["abba`never_cv"]["mutex"]["name"] == "abba`never_mutex", "the condvar's mutex is not named")
+    check(ws["abba`lock_b"]["holder"]["tid"] == ws["abba`lock_a"]["tid"], "lock_b's holder is not the lock_a waiter")
+    check(ws["abba`lock_b"]["holder"]["site"]["name"].startswith("abba`b_then_a"), "lock_b's holder site")
+    check(len(p["deadlocks"]) == 1 and len(p["deadlocks"][0]["threads"]) == 2,
+          "expected one deadlock of two threads: %s" % p["deadlocks"])
+    check({w["lock"]["name"] for w in p["deadlocks"][0]["threads"]} == {"abba`lock_a", "abba`lock_b"},
+          "the deadlock does not name both locks")
+    check("DEADLOCK" in out and "Waits in progress" in out, "the text report does not say it")
+
+
+def validate_schema(doc):
+    import jsonschema
+    with open(A.schema) as f:
+        jsonschema.validate(doc, json.load(f))
+
+
 def t_json_schema():
     import jsonschema
     _, _, doc = plockstat(["-A", "-s", "4", "--threads", "-x", "holdsample=1"] + J() + [prog("mutex_test")])
