@@ -116,6 +116,7 @@ void dump(const char *reason) {
     w_str("\nppid "); w_u64((uint64_t)getppid());
     w_str("\nreason "); w_str(reason);
     if (g_fatal_sig) { w_str("\nsignal "); w_u64((uint64_t)g_fatal_sig); }
+    if (g_exec_path[0]) { w_str("\nexec_path "); w_str(g_exec_path); }
     w_str("\nimage_start_ns "); w_u64(g_image_start_ns);
     w_str("\nwindow_start_ns "); w_u64(g_window_start_ns);
     w_str("\nend_ns "); w_u64(tend);

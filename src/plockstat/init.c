@@ -13,6 +13,7 @@ uint64_t g_deadline_ns;
 uint64_t g_duration_ns;
 char g_dir[1024];
 char g_ctldir[1024];
+char g_exec_path[1024];
 pid_t g_pid;
 uint64_t g_image_start_ns, g_window_start_ns;
 uint64_t g_main_run0, g_main_lat0;

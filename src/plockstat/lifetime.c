@@ -14,33 +14,69 @@ EXPORT void _Exit(int code) {
   dump("_exit");
   real.Exit_(code);
 }
-static void before_exec(void) {
+/* A vfork child (dash runs every command so) shares the parent's memory: it must not touch our
+ * tables or buffers.  It leaves a one-line <pid>.exec file, built on its own stack, so that
+ * plockstat can tell when the program it exec'd wrote nothing. */
+static void vfork_exec_marker(const char *path) {
+  char name[1200], line[1100];
+  size_t n = slen(g_dir);
+  if (!g_dir[0] || n + 32 > sizeof name || !path) return;
+  memcpy(name, g_dir, n);
+  char *q = name + n;
+  *q++ = '/';
+  char num[16]; int k = 0; unsigned v = (unsigned)getpid();
+  do { num[k++] = (char)('0' + v % 10); v /= 10; } while (v);
+  while (k) *q++ = num[--k];
+  memcpy(q, ".exec", 6);
+  size_t m = 0;
+  for (const char *p = "exec_path "; *p; p++) line[m++] = *p;
+  for (size_t i = 0; path[i] && m < sizeof line - 2; i++) line[m++] = path[i] == '\n' ? '?' : path[i];
+  line[m++] = '\n';
+  int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  ssize_t w = write(fd, line, m);
+  (void)w;
+  close(fd);
+}
+
+/* The data says what is about to run: if that image writes nothing (static, set-user-ID, no
+ * LD_PRELOAD), plockstat can say why instead of reporting the shell alone. */
+static void before_exec(const char *path) {
   if (!real.execve) ensure_init();
   /* vfork children share our memory but never ran the atfork handler: not our process. */
-  if (getpid() == g_pid) dump("exec");
+  if (getpid() != g_pid) {
+    vfork_exec_marker(path);
+    return;
+  }
+  size_t i = 0;
+  for (; path && path[i] && i < sizeof g_exec_path - 1; i++)
+    g_exec_path[i] = path[i] == '\n' ? '?' : path[i]; /* one header line */
+  g_exec_path[i] = 0;
+  dump("exec");
+  g_exec_path[0] = 0; /* if the exec fails, this image goes on */
 }
 EXPORT int execve(const char *p, char *const argv[], char *const envp[]) {
-  before_exec();
+  before_exec(p);
   return real.execve(p, argv, envp);
 }
 EXPORT int execv(const char *p, char *const argv[]) {
-  before_exec();
+  before_exec(p);
   return real.execve(p, argv, environ);
 }
 EXPORT int execvpe(const char *f, char *const argv[], char *const envp[]) {
-  before_exec();
+  before_exec(f);
   return real.execvpe(f, argv, envp);
 }
 EXPORT int execvp(const char *f, char *const argv[]) {
-  before_exec();
+  before_exec(f);
   return real.execvpe(f, argv, environ);
 }
 EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-  before_exec();
+  before_exec(argv[0]);
   return real.fexecve(fd, argv, envp);
 }
 EXPORT int execveat(int dfd, const char *p, char *const argv[], char *const envp[], int fl) {
-  before_exec();
+  before_exec(p);
   return real.execveat(dfd, p, argv, envp, fl);
 }
 #define COLLECT_ARGV(first, ap, argv, envp_out)                                             \

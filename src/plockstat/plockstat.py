@@ -539,13 +539,19 @@ def analyze(proc, syms, opts):
         busy = li.get("wwait_busy_ns", 0) or w["sum"]
         rate = reads / (busy / 1e9) if busy else 0.0
         starved = kind in (0, 1) and w["max"] >= 1000000 and reads >= max(2 * w["count"], 10)
+        # std::shared_mutex (libstdc++ wraps a pthread_rwlock_t it initializes itself) takes
+        # no attribute: its lock calls are inlined from <shared_mutex>, which the line table
+        # (or, unoptimized, the caller's name) shows
+        frames = [f for e in proc.events if e["lock"] == l for f in map(syms.frame, e["stack"])]
+        cxx = any(os.path.basename(f.get("file") or "") == "shared_mutex" or
+                  re.search(r"shared_(timed_)?mutex|shared_lock", f["name"]) for f in frames)
         rwl.append({
             "lock": {"address": "0x%x" % l, "name": lock_name(proc, syms, l, opts)},
             "kind": RW_KINDS.get(kind, "kind %d" % kind), "kind_value": kind,
             "writer_waits": w["count"], "writer_timeouts": w["timed_out"],
             "longest_writer_wait_nsec": w["max"], "mean_writer_wait_nsec": w["sum"] // max(w["count"], 1),
             "reads_while_writer_waited": reads, "reads_per_sec_while_writer_waited": round(rate, 1),
-            "writer_starved": starved})
+            "writer_starved": starved, "api": "std::shared_mutex" if cxx else "pthread_rwlock_t"})
 
     threads = []
     for t in proc.threads:
@@ -587,6 +593,23 @@ def hist_lines(hist, total):
         out.append("%10d |%-24s| %6d" % (v, bar, c))
         v <<= 1
     return out
+
+
+def starvation_advice(r):
+    if r["api"] == "std::shared_mutex":
+        return ["  It is a std::shared_mutex: libstdc++ builds it on glibc's rwlock, which prefers",
+                "  readers, and it takes no attribute to change that.  What works: a",
+                "  pthread_rwlock_t of your own initialized with",
+                "    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);",
+                "  behind the same lock()/lock_shared() interface (a small class), or a writer-",
+                "  pending flag that new readers wait on; or shorten the read sections.  Caveat of",
+                "  the writer-preferring kind: a thread must never take the read lock recursively."]
+    return ["  glibc's default rwlock prefers readers (PTHREAD_RWLOCK_PREFER_WRITER_NP is",
+            "  treated the same).  Initialize it with",
+            "    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);",
+            "  caveat: a thread must then never take the read lock recursively: a second",
+            "  rdlock while a writer waits deadlocks.  (A std::shared_mutex cannot take the",
+            "  attribute: wrap such a pthread_rwlock_t in a class of your own.)"]
 
 
 def format_report(rep, opts, multi):
@@ -659,11 +682,7 @@ def format_report(rep, opts, multi):
                 o.append("%s: writers starved: readers took the lock %d times while a writer waited "
                          "(longest writer wait %.3f s)." % (r["lock"]["name"], r["reads_while_writer_waited"],
                                                          r["longest_writer_wait_nsec"] / 1e9))
-                o.append("  glibc's default rwlock prefers readers (PTHREAD_RWLOCK_PREFER_WRITER_NP is")
-                o.append("  treated the same).  Initialize it with")
-                o.append("    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);")
-                o.append("  caveat: a thread must then never take the read lock recursively: a second")
-                o.append("  rdlock while a writer waits deadlocks.")
+                o.extend(starvation_advice(r))
     if opts["threads"] and rep["threads"]:
         o.append("")
         o.append("Threads (prstat -mL style: % of each thread's time in the window)")
@@ -716,16 +735,27 @@ def sanitize(frame):
     return frame.replace(";", ":").replace(" ", "_").replace("\t", "_")
 
 
+HOLD_KINDS = (EV_MUTEX_HOLD, EV_RD_HOLD, EV_WR_HOLD)
+
+
 def folded_lines(rep):
+    """Block and wait times are complete; hold times are timed for 1 acquisition in N (-x
+    holdsample): their weights are scaled by N, so the flame graph compares like with like, and
+    the category frame says so."""
     agg = {}
     exe = sanitize(os.path.basename(rep["exe"]))
+    period = rep["hold_sample_period"] or 1
     for cat in rep["categories"]:
+        scaled = cat["kind"] in HOLD_KINDS and period > 1
+        label = cat["name"] + (" (1 in %d timed, x%d)" % (period, period) if scaled else "")
         for r in cat["entries"]:
             weight = r["total_nsec"] if cat["kind"] not in (EV_TRY_FAIL, EV_OWNER_DEAD) else r["count"]
+            if scaled:
+                weight *= period
             if weight <= 0:
                 continue
             frames = [exe] + [sanitize(f["name"]) for f in reversed(r["stack"])]
-            frames.append(sanitize("%s:%s" % (cat["name"], r["lock"]["name"])))
+            frames.append(sanitize("%s:%s" % (label, r["lock"]["name"])))
             key = ";".join(frames)
             agg[key] = agg.get(key, 0) + weight
     return ["%s %d" % (k, v) for k, v in sorted(agg.items())]
@@ -905,6 +935,51 @@ def wait_child(child, opts, d, stopper):
         time.sleep(0.02)
 
 
+def resolve_path(prog):
+    if "/" in prog:
+        return prog
+    for d in os.environ.get("PATH", "").split(":"):
+        c = os.path.join(d or ".", prog)
+        if os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+def exec_markers(d):
+    """pid -> path for the <pid>.exec files vfork children leave before they exec."""
+    out = {}
+    for n in os.listdir(d):
+        if n.endswith(".exec") and n[:-5].isdigit():
+            try:
+                with open(os.path.join(d, n)) as f:
+                    out[int(n[:-5])] = f.read().partition("exec_path ")[2].strip()
+            except OSError:
+                pass
+    return out
+
+
+def explain_lost_execs(procs, markers):
+    """An image that exec'd a program which then wrote nothing (`sh -c ./static_prog`): say
+    why, or the report looks complete while it misses the program the user meant."""
+    later = {(p.hdr["pid"], p.hdr["image_start_ns"]) for p in procs}
+    execs = [(p.hdr["pid"], p.hdr["image_start_ns"], p.hdr.get("exec_path")) for p in procs
+             if p.hdr.get("reason") == "exec"]
+    execs += [(pid, -1, path) for pid, path in markers.items()]
+    for pid, start, path in execs:
+        if not path or any(q == pid and t > start for q, t in later):
+            continue
+        full = resolve_path(path)
+        why = "it did not load %s (it cleared LD_PRELOAD, or was killed before writing)" % LIBNAME
+        if full and os.path.exists(full):
+            is_elf, interp, setuid = elf_info(full)
+            if is_elf and not interp:
+                why = "it is statically linked, so nothing can be preloaded into it"
+            elif setuid and os.getuid() != 0:
+                why = "it is set-user-ID, so the dynamic linker ignored LD_PRELOAD"
+        note("pid %d exec'd %s, which left no data: %s; the report covers only what ran before"
+             % (pid, path, why))
+
+
 def explain_end(child, status, procs):
     """Say how the program ended when that shapes what the report holds."""
     mine = [p for p in procs if p.hdr["pid"] == child.pid]
@@ -955,6 +1030,7 @@ def run_command(cmd, opts, lib, resolver):
         if expired:
             procs = [p for p in procs if p.hdr["pid"] == child.pid]
         explain_end(child, status, procs)
+        explain_lost_execs(procs, exec_markers(d))
         emit(procs, opts, resolver)
     finally:
         shutil.rmtree(d, ignore_errors=True)

@@ -146,6 +146,7 @@ extern uint64_t g_deadline_ns;       /* -e: 0 = none */
 extern uint64_t g_duration_ns;
 extern char g_dir[1024];
 extern char g_ctldir[1024];
+extern char g_exec_path[1024];        /* the program an exec is about to run */
 extern pid_t g_pid;
 extern uint64_t g_image_start_ns, g_window_start_ns;
 extern uint64_t g_main_run0, g_main_lat0; /* the main thread's cpu time when this image began */
