@@ -129,6 +129,13 @@ void dump(const char *reason) {
     char exe[1024];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (el > 0) { exe[el] = 0; w_str("\nexe "); w_str(exe); }
+    /* argv[0] too: the name the user ran (Debian's redis-server is a link to redis-check-rdb,
+     * which is all /proc/self/exe says) */
+    int al = read_small("/proc/self/cmdline", exe, sizeof exe);
+    if (al > 0) {
+      for (int i = 0; i < al && exe[i]; i++) if (exe[i] == '\n') exe[i] = '?';
+      w_str("\nargv0 "); w_str(exe);
+    }
     w_str("\n");
     /* threads: T tid alive start end run lat lck cvw acq nblock ncvw name */
     uint32_t nt = atomic_load(&g_nthr);

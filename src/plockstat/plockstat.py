@@ -566,6 +566,8 @@ def analyze(proc, syms, opts):
     h = proc.hdr
     return {
         "pid": h["pid"], "ppid": h["ppid"], "exe": h.get("exe", "?"), "reason": h.get("reason", "?"),
+        # the name it was run by (argv[0]); exe is where the binary is, links resolved
+        "command": os.path.basename(h.get("argv0") or h.get("exe", "?")),
         "signal": h["signal"] or None,
         "duration_nsec": max(h["end_ns"] - h["window_start_ns"], 0), "dropped": h["dropped"],
         "event_rows": h["evrows"], "event_row_bytes": h["evsize"],
@@ -616,7 +618,7 @@ def format_report(rep, opts, multi):
     o = []
     if multi:
         o.append("")
-        o.append("=== pid %d (%s), %s ===" % (rep["pid"], os.path.basename(rep["exe"]), rep["reason"]))
+        o.append("=== pid %d (%s), %s ===" % (rep["pid"], rep["command"], rep["reason"]))
     if rep["hold_sample_period"] and rep["hold_sample_period"] > 1 and "H" in opts["mode"]:
         o.append("(hold times sampled: 1 acquisition in %d timed; hold counts are sampled counts)"
                  % rep["hold_sample_period"])
@@ -743,7 +745,7 @@ def folded_lines(rep):
     holdsample): their weights are scaled by N, so the flame graph compares like with like, and
     the category frame says so."""
     agg = {}
-    exe = sanitize(os.path.basename(rep["exe"]))
+    exe = sanitize(rep["command"])
     period = rep["hold_sample_period"] or 1
     for cat in rep["categories"]:
         scaled = cat["kind"] in HOLD_KINDS and period > 1
@@ -889,6 +891,7 @@ class Stopper:
 
     def __init__(self, child):
         self.child, self.sig, self.at = child, None, None
+        self.pids = []  # daemons the command left running, signalled with it
         self.old = {s: signal.signal(s, self.handler) for s in self.SIGNALS}
 
     def handler(self, sig, frame):
@@ -904,6 +907,11 @@ class Stopper:
                 self.child.send_signal(self.sig)
             except OSError:
                 pass
+            for pid in self.pids:
+                try:
+                    os.kill(pid, self.sig)
+                except OSError:
+                    pass
             return True
         return False
 
@@ -933,6 +941,57 @@ def wait_child(child, opts, d, stopper):
                 note("pid %d did not report after %g s" % (child.pid, opts["secs"]))
                 return None, True
         time.sleep(0.02)
+
+
+def running(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rpartition(")")[2].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def traced_daemons(d):
+    """Processes still running with this run's data directory in their environment: what the
+    command left behind when it daemonized (memcached -d: the parent exits at once)."""
+    key = ("PLOCKSTAT_DIR=%s" % d).encode()
+    pids = []
+    for n in os.listdir("/proc"):
+        if not n.isdigit() or int(n) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/environ" % n, "rb") as f:
+                if key in f.read().split(b"\0") and running(int(n)):
+                    pids.append(int(n))
+        except OSError:
+            pass
+    return sorted(pids)
+
+
+def wait_daemons(d, child, opts, stopper):
+    """After the command exited: wait for the daemons it left, as for the command itself
+    (their exit, a signal to plockstat, or the -e window).  Returns True if any was waited
+    for."""
+    pids = traced_daemons(d)
+    if not pids:
+        return False
+    note("pid %d exited and left %s running (daemonized): waiting for %s; stop %s (or plockstat) "
+         "for the report" % (child.pid, ", ".join("pid %d" % p for p in pids),
+                             "it" if len(pids) == 1 else "them", "it" if len(pids) == 1 else "them"))
+    stopper.pids = pids
+    deadline = time.monotonic() + opts["secs"] + 10 if opts["secs"] else None
+    killed_at = None
+    while any(running(p) for p in pids):
+        if stopper.poll():
+            killed_at = time.monotonic()
+        if killed_at is not None and time.monotonic() > killed_at + 10:
+            note("still running 10 s after %s; reporting what was written so far" % signame(stopper.sig))
+            break
+        if deadline is not None and stopper.sig is None:
+            if all(expired_file(d, p) or not running(p) for p in pids) or time.monotonic() > deadline:
+                break
+        time.sleep(0.05)
+    return True
 
 
 def resolve_path(prog):
@@ -1019,6 +1078,7 @@ def run_command(cmd, opts, lib, resolver):
         stopper = Stopper(child)
         try:
             status, expired = wait_child(child, opts, d, stopper)
+            daemons = status is not None and wait_daemons(d, child, opts, stopper)
         finally:
             stopper.restore()
         if opts["verbose"]:
@@ -1027,7 +1087,7 @@ def run_command(cmd, opts, lib, resolver):
             else:
                 note("pid %d has exited" % child.pid)
         procs = load_dir(d)
-        if expired:
+        if expired and not daemons:
             procs = [p for p in procs if p.hdr["pid"] == child.pid]
         explain_end(child, status, procs)
         explain_lost_execs(procs, exec_markers(d))

@@ -307,6 +307,34 @@ def t_folded_sampled_holds():
           "block weights are not the blocked time")
 
 
+def t_command_name():
+    # a program run through a link is named as run (Debian's redis-server links to
+    # redis-check-rdb): JSON command and the folded root say the name, exe the binary
+    link = os.path.join(TMP, "renamed_prog")
+    os.symlink(prog("mutex_test"), link)
+    fpath = os.path.join(TMP, "folded.txt")
+    _, _, doc = plockstat(["-C"] + J() + ["--folded", fpath, link])
+    p = only_proc(doc)
+    check(p["command"] == "renamed_prog", "command %s, expected renamed_prog" % p["command"])
+    check(os.path.basename(p["exe"]) == "mutex_test", "exe %s" % p["exe"])
+    check(open(fpath).read().startswith("renamed_prog;"), "the folded root is not the command")
+    redis = shutil.which("redis-server")
+    check(redis, "redis-server is not installed (scripts/deps.sh installs it)")
+    _, _, doc = plockstat(["-C"] + J() + [redis, "--version"])
+    check(only_proc(doc)["command"] == "redis-server", "redis shows as %s" % only_proc(doc)["command"])
+
+
+def t_daemon():
+    # memcached -d: the command's parent exits at once; plockstat waits for the daemon it left
+    # and reports its blocks
+    out, err, doc = plockstat(["-C"] + J() + [prog("daemon")])
+    procs = [x for x in doc["processes"] if by_lock(x, "Mutex block", "daemon`daemon_lock")]
+    check(procs, "the daemon's data is lost:\n" + err)
+    check(sum(r["count"] for r in by_lock(procs[0], "Mutex block", "daemon`daemon_lock")) == 4,
+          "expected 4 blocks in the daemon")
+    check("daemonized" in err, "not told it waited for a daemon:\n" + err)
+
+
 def t_json_schema():
     import jsonschema
     _, _, doc = plockstat(["-A", "-s", "4", "--threads", "-x", "holdsample=1"] + J() + [prog("mutex_test")])
