@@ -335,6 +335,22 @@ def t_daemon():
     check("daemonized" in err, "not told it waited for a daemon:\n" + err)
 
 
+def t_stripped_names():
+    # a global lock in a stripped program (Debian's memcached) is object`0xoffset, the same in
+    # every run, not a raw address that ASLR changes
+    stripped = os.path.join(TMP, "mutex_test_stripped")
+    r = subprocess.run(["strip", "-o", stripped, prog("mutex_test")], capture_output=True, text=True)
+    check(r.returncode == 0, "strip failed: %s" % r.stderr)
+    names = []
+    for _ in range(2):
+        _, _, doc = plockstat(["-C"] + J() + [stripped])
+        rows = entries(only_proc(doc), "Mutex block")
+        check(len(rows) == 1, "expected one block row: %s" % rows)
+        names.append(rows[0]["lock"]["name"])
+    check(re.fullmatch(r"mutex_test_stripped`0x[0-9a-f]+", names[0]), "name %s" % names[0])
+    check(names[0] == names[1], "names differ between runs: %s" % names)
+
+
 def t_json_schema():
     import jsonschema
     _, _, doc = plockstat(["-A", "-s", "4", "--threads", "-x", "holdsample=1"] + J() + [prog("mutex_test")])

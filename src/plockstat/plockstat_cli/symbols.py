@@ -60,11 +60,14 @@ class Symbols:
         return "%s`%s+0x%x" % (obj, i["symbol"], i["offset"])
 
     def data(self, a):
-        """object`symbol for a global lock, or None."""
+        """object`symbol for a global lock (object`0xoffset in a stripped object: stable from
+        run to run, unlike the address), or None for one on the heap or a stack."""
         i = self.info(a)
-        if not i["path"] or not i["symbol"]:
+        if not i["path"] or i["path"] == "-":
             return None
         obj = os.path.basename(i["path"])
+        if not i["symbol"]:
+            return "%s`0x%x" % (obj, i["offset"])
         if i["offset"]:
             return "%s`%s+0x%x" % (obj, i["symbol"], i["offset"])
         return "%s`%s" % (obj, i["symbol"])
