@@ -26,6 +26,7 @@ apt_pkgs=(cmake ninja-build gcc g++ make python3 pkg-config valgrind
           libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libtbbmalloc2
           redis-server memcached libmemcached-tools
           z3           # mtheap-bench: a real program that spends its time allocating
+          ruby         # mtheap-bench lang-threads: Ruby's threads (Python, Perl, Java above)
           libdw-dev)   # plockstat: DWARF source lines in reports (elfutils)
 
 # Python modules the driver and the tests import, with the Debian package that ships each.

@@ -33,8 +33,12 @@ def parse_threads(s):
     return sorted(set(ts))
 
 
-def select_workloads(spec, reg):
-    if spec in (None, "", "all"):
+def select_workloads(spec, reg, mode=QUICK):
+    """The workloads a spec names; by default all but the opt-in ones (kind "lang": minutes
+    of interpreters at four thread counts), which --full and 'all' include."""
+    if spec in (None, ""):
+        return [w for w in reg.values() if w.kind != "lang" or mode == FULL]
+    if spec == "all":
         return list(reg.values())
     names = [x.strip() for x in spec.split(",") if x.strip()]
     out = []
@@ -43,6 +47,8 @@ def select_workloads(spec, reg):
             out += [w for w in reg.values() if w.kind == "c"]
         elif n == "programs":
             out += [w for w in reg.values() if w.kind == "program"]
+        elif n == "lang":
+            out += [w for w in reg.values() if w.kind == "lang"]
         elif n in reg:
             out.append(reg[n])
         else:
@@ -56,6 +62,8 @@ def select_workloads(spec, reg):
 
 
 def threads_for(w, ctx, mode, threads):
+    if w.kind == "lang":
+        return w.thread_counts(mode)
     if w.kind != "c" or w.allocator_independent or getattr(w, "once", False):
         return [w.fixed_threads(ctx, mode)]
     if w.scaling or mode == FULL:
@@ -183,7 +191,7 @@ def cmd_run(a):
     if a.timeout is not None and a.timeout <= 0:
         raise UsageError("--timeout must be positive")
     reg = registry()
-    workloads = select_workloads(a.workloads, reg)
+    workloads = select_workloads(a.workloads, reg, mode)
     try:
         allocs, skipped = allocators.resolve(a.allocators, a.build)
     except allocators.AllocatorError as e:
@@ -240,7 +248,7 @@ def cmd_run(a):
                                                 rep + 1, repeat)
             prog.show(i, label)
             base = os.path.join(ctx.log_dir, "%s%s-t%d-%s-r%d" % (
-                w.name, "-" + v if v else "", t, al.name, rep + 1))
+                w.name, "-" + v.replace("/", "-") if v else "", t, al.name, rep + 1))
             t0 = time.monotonic()
             rec = w.run(ctx, al, t, v, mode, base, timeout=a.timeout)
             prog.done(w.name, est[i], time.monotonic() - t0)
@@ -277,10 +285,13 @@ def save(data, out):
 
 def cmd_list(a):
     reg = registry()
-    print("Workloads (%s):" % "c = C program under bench/workloads, program = real program")
+    print("Workloads (%s):" % "c = C program under bench/workloads, program = real program, "
+          "lang = the same task in four languages")
     for w in reg.values():
         tags = [w.kind]
-        if w.scaling:
+        if w.kind == "lang":
+            tags.append("threads %s" % ",".join(map(str, w.thread_counts(QUICK))))
+        elif w.scaling:
             tags.append("thread-scaling in --quick")
         if w.allocator_independent:
             tags.append("glibc only")
@@ -336,8 +347,9 @@ def build_parser():
     r.add_argument("--allocators", default=",".join(allocators.DEFAULT),
                    help="comma-separated names (%s) or name=/path/lib.so; default: all"
                    % ", ".join(allocators.KNOWN))
-    r.add_argument("--workloads", default="all",
-                   help="comma-separated workload names, 'c', 'programs' or 'all'")
+    r.add_argument("--workloads", default=None,
+                   help="comma-separated workload names, 'c', 'programs', 'lang' or 'all' "
+                        "(default: all but lang-threads in --quick, everything in --full)")
     r.add_argument("--threads", help="thread counts, e.g. 1,2,4,8 (quick: 1,2; full: 1,2,4,8)")
     r.add_argument("--repeat", type=int, help="repetitions (quick: 3, full: 3)")
     r.add_argument("--out", default="bench-results", help="output directory")

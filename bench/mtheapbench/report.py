@@ -327,6 +327,7 @@ def markdown(cases, order, meta, plots):
         for r in case_rows(key, c):
             out.append("| " + " | ".join(str(x).replace("|", "\\|") for x in r) + " |")
         out.append("")
+    out += lang_markdown(cases, order)
     fails = [(case_label(k), a, reason) for k, c in cases.items()
              for a, cell in c["allocs"].items() for reason in cell["fails"]]
     out += ["## Failures", ""]
@@ -381,8 +382,8 @@ def scaling_figure(cases, order, colors):
     import matplotlib.pyplot as plt
     by_w = OrderedDict()
     for (w, v, t), c in cases.items():
-        if c.get("allocator_independent"):
-            continue
+        if c.get("allocator_independent") or w == LANG:
+            continue   # lang-threads has its own figure
         by_w.setdefault((w, v), []).append((t, c))
     multi = [(wv, lst) for wv, lst in by_w.items() if len({t for t, _ in lst}) > 1]
     if not multi:
@@ -492,6 +493,9 @@ def figures(cases, order):
     fig = scaling_figure(cases, order, colors)
     if fig is not None:
         out["scaling.png"] = fig
+    fig = lang_figure(cases, order)
+    if fig is not None:
+        out["lang_threads.png"] = fig
     ref = "glibc" if "glibc" in order else (order[0] if order else None)
     for field, what, fname in (("wall_s", "wall time", "relative_time.png"),
                                ("maxrss_kb", "peak RSS", "relative_rss.png")):
@@ -518,6 +522,133 @@ def plots(cases, order, runs, out_dir, prefix=""):
     return written
 
 
+# ---- lang-threads: threads in four languages, as reference 001 ends --------------------------
+LANG = "lang-threads"
+
+
+def lang_rows(cases, order):
+    """Per language/task, for the reference allocator (glibc when it ran): units/s at each
+    thread count, the speedup over one thread, and peak RSS; plus, per allocator, the rate at
+    the most threads relative to the reference.  [] when lang-threads did not run."""
+    by = OrderedDict()
+    for (w, v, t), c in cases.items():
+        if w == LANG:
+            by.setdefault(v, {})[t] = c
+    if not by:
+        return None, []
+    ref = "glibc" if "glibc" in order else order[0]
+    rows = []
+    for v, per_t in by.items():
+        ts = sorted(per_t)
+        med = {t: per_t[t]["allocs"].get(ref, {}).get("median") for t in ts}
+        rss = {t: per_t[t]["allocs"].get(ref, {}).get("maxrss_kb") for t in ts}
+        base = med.get(ts[0])
+        top = ts[-1]
+        others = OrderedDict()
+        for a in order:
+            cell = per_t[top]["allocs"].get(a)
+            others[a] = (cell["median"] / med[top]) if cell and cell.get("median") and med[top] else None
+        per_thread = None
+        if rss.get(ts[0]) and rss.get(top) and top > ts[0]:
+            per_thread = (rss[top] - rss[ts[0]]) / 1024.0 / (top - ts[0])
+        rows.append({"variant": v, "threads": ts, "rate": med,
+                     "speedup": {t: (med[t] / base if med[t] and base else None) for t in ts},
+                     "rss_mib": {t: (rss[t] / 1024.0 if rss[t] else None) for t in ts},
+                     "rss_per_thread_mib": per_thread, "vs_ref_at_top": others, "top": top})
+    return ref, rows
+
+
+def _sp(x):
+    return "-" if x is None else "%.2fx" % x
+
+
+def lang_text(cases, order):
+    ref, rows = lang_rows(cases, order)
+    if not rows:
+        return ""
+    ts = rows[0]["threads"]
+    out = ["", "lang-threads (%s): units/s at 1 thread, speedup at each thread count, peak RSS "
+           "(MiB) at 1 and %d threads and per added thread:" % (ref, ts[-1])]
+    out.append("  %-14s %11s %s %9s %9s %9s" % ("language/task", "units/s@1", " ".join(
+        "%7s" % ("x@%d" % t) for t in ts), "RSS@1", "RSS@%d" % ts[-1], "RSS/thr"))
+    for r in rows:
+        out.append("  %-14s %11s %s %9s %9s %9s" % (
+            r["variant"], _fmt(r["rate"].get(ts[0])), " ".join("%7s" % _sp(r["speedup"].get(t)) for t in ts),
+            _fmt(r["rss_mib"].get(ts[0])), _fmt(r["rss_mib"].get(ts[-1])),
+            _fmt(r["rss_per_thread_mib"])))
+    out.append("  at %d threads, each allocator's rate relative to %s:" % (rows[0]["top"], ref))
+    out.append("  %-14s %s" % ("", " ".join("%10s" % a for a in order)))
+    for r in rows:
+        out.append("  %-14s %s" % (r["variant"], " ".join("%10s" % _sp(r["vs_ref_at_top"].get(a))
+                                                           for a in order)))
+    return "\n".join(out) + "\n"
+
+
+def lang_markdown(cases, order):
+    ref, rows = lang_rows(cases, order)
+    if not rows:
+        return []
+    ts = rows[0]["threads"]
+    out = ["## lang-threads: threads in Python, Ruby, Perl and Java", "",
+           "The same task in each language, a fixed total split over the threads (allocator: "
+           "%s). Speedup is units/s over the one-thread rate; RSS/thread is the peak RSS added "
+           "per thread from 1 to %d threads." % (ref, ts[-1]), "",
+           "| language/task | units/s at 1 | " + " | ".join("x at %d" % t for t in ts)
+           + " | RSS at 1 (MiB) | RSS at %d | RSS/thread |" % ts[-1],
+           "|---|---:|" + "---:|" * len(ts) + "---:|---:|---:|"]
+    for r in rows:
+        out.append("| %s | %s | %s | %s | %s | %s |" % (
+            r["variant"], _fmt(r["rate"].get(ts[0])), " | ".join(_sp(r["speedup"].get(t)) for t in ts),
+            _fmt(r["rss_mib"].get(ts[0])), _fmt(r["rss_mib"].get(ts[-1])),
+            _fmt(r["rss_per_thread_mib"])))
+    out += ["", "At %d threads, each allocator's rate relative to %s:" % (rows[0]["top"], ref), "",
+            "| language/task | " + " | ".join(order) + " |", "|---|" + "---:|" * len(order)]
+    for r in rows:
+        out.append("| %s | %s |" % (r["variant"], " | ".join(_sp(r["vs_ref_at_top"].get(a))
+                                                             for a in order)))
+    out.append("")
+    return out
+
+
+def lang_figure(cases, order):
+    """Speedup against threads, one line per language, a panel per task.  None if lang-threads
+    did not run."""
+    ref, rows = lang_rows(cases, order)
+    if not rows:
+        return None
+    import matplotlib.pyplot as plt
+    tasks = []
+    for r in rows:
+        t = r["variant"].split("/")[1]
+        if t not in tasks:
+            tasks.append(t)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5.2 * len(tasks), 4.2), squeeze=False)
+    cmap = plt.get_cmap("tab10")
+    titles = {"cpu": "integer and string work", "alloc": "building and dropping lists and hashes"}
+    for i, task in enumerate(tasks):
+        ax = axes[0][i]
+        langs = [r for r in rows if r["variant"].endswith("/" + task)]
+        ts = langs[0]["threads"]
+        ax.plot(ts, ts, linestyle=":", color="grey", linewidth=1, label="ideal")
+        for j, r in enumerate(langs):
+            xs = [t for t in ts if r["speedup"].get(t)]
+            ax.plot(xs, [r["speedup"][t] for t in xs], marker=MARKERS[j % len(MARKERS)],
+                    color=cmap(j), label=r["variant"].split("/")[0], linewidth=1.4)
+        ax.set_title("%s (%s)" % (task, titles.get(task, task)), fontsize=10)
+        ax.set_xlabel("threads (fixed total work)", fontsize=9)
+        ax.set_ylabel("speedup over 1 thread (higher is better)", fontsize=9)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ts)
+        ax.set_xticklabels([str(t) for t in ts])
+        ax.set_ylim(bottom=0)
+        ax.grid(linewidth=0.3, alpha=0.5)
+        ax.legend(fontsize=8)
+    fig.suptitle("Threads in four languages: speedup against threads (allocator: %s)" % ref,
+                 fontsize=12)
+    fig.tight_layout()
+    return fig
+
+
 def write_all(data, out_dir, quiet=False):
     """From results.json's content: results.csv, report.md, plots/*.png; returns the terminal
     text."""
@@ -534,7 +665,7 @@ def write_all(data, out_dir, quiet=False):
     rel = [os.path.relpath(p, out_dir) for p in pngs or []]
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(markdown(cases, order, meta, rel))
-    text = text_tables(cases, order, meta)
+    text = text_tables(cases, order, meta) + lang_text(cases, order)
     if pngs is None:
         text += ("\nmtheap-bench: no plots: matplotlib is not installed for %s "
                  "(scripts/deps.sh installs it)" % sys.executable)

@@ -388,6 +388,7 @@ class PlockstatCost(Workload):
 
 
 def registry():
-    from . import programs
-    ws = c_workloads() + [MmapSyscalls(), PlockstatCost()] + programs.program_workloads()
+    from . import langs, programs
+    ws = (c_workloads() + [MmapSyscalls(), PlockstatCost()] + programs.program_workloads()
+          + [langs.LangThreads()])
     return {w.name: w for w in ws}
