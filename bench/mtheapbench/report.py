@@ -221,6 +221,8 @@ def text_tables(cases, order, meta=None):
             lines.append("  " + "  ".join(str(r[i]).ljust(widths[i])
                                           for i in range(len(HEAD) - 1)) + "  " + str(r[-1]))
     ref, summ = allocator_summary(cases, order)
+    if not any(s["cases"] for s in summ.values()):
+        return "\n".join(lines) + "\n\n(no timed allocator comparison in this run: no summary)"
     lines.append("")
     lines.append("Summary (geometric means over cases of median wall time and peak RSS, "
                  "relative to %s; lower is better):" % ref)
@@ -482,7 +484,7 @@ def relative_figure(cases, order, colors, field, ref, what):
     return fig
 
 
-def figures(cases, order):
+def figures(cases, order, cores=None):
     """{file name: figure} of every plot there is data for (matplotlib needed)."""
     import matplotlib
     matplotlib.use("Agg")
@@ -493,7 +495,7 @@ def figures(cases, order):
     fig = scaling_figure(cases, order, colors)
     if fig is not None:
         out["scaling.png"] = fig
-    fig = lang_figure(cases, order)
+    fig = lang_figure(cases, order, cores)
     if fig is not None:
         out["lang_threads.png"] = fig
     ref = "glibc" if "glibc" in order else (order[0] if order else None)
@@ -505,7 +507,7 @@ def figures(cases, order):
     return out
 
 
-def plots(cases, order, runs, out_dir, prefix=""):
+def plots(cases, order, runs, out_dir, prefix="", cores=None):
     """Writes the PNGs; returns their paths, or None when matplotlib is not installed."""
     try:
         import matplotlib  # noqa: F401
@@ -514,7 +516,7 @@ def plots(cases, order, runs, out_dir, prefix=""):
     import matplotlib.pyplot as plt
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    for fname, fig in figures(cases, order).items():
+    for fname, fig in figures(cases, order, cores).items():
         p = os.path.join(out_dir, prefix + fname)
         fig.savefig(p, dpi=PLOT_DPI, bbox_inches="tight")
         plt.close(fig)
@@ -610,7 +612,7 @@ def lang_markdown(cases, order):
     return out
 
 
-def lang_figure(cases, order):
+def lang_figure(cases, order, cores=None):
     """Speedup against threads, one line per language, a panel per task.  None if lang-threads
     did not run."""
     ref, rows = lang_rows(cases, order)
@@ -629,7 +631,9 @@ def lang_figure(cases, order):
         ax = axes[0][i]
         langs = [r for r in rows if r["variant"].endswith("/" + task)]
         ts = langs[0]["threads"]
-        ax.plot(ts, ts, linestyle=":", color="grey", linewidth=1, label="ideal")
+        ideal = [min(t, cores) for t in ts] if cores else ts
+        ax.plot(ts, ideal, linestyle=":", color="grey", linewidth=1,
+                label="ideal on %d cores" % cores if cores else "ideal")
         for j, r in enumerate(langs):
             xs = [t for t in ts if r["speedup"].get(t)]
             ax.plot(xs, [r["speedup"][t] for t in xs], marker=MARKERS[j % len(MARKERS)],
@@ -643,8 +647,8 @@ def lang_figure(cases, order):
         ax.set_ylim(bottom=0)
         ax.grid(linewidth=0.3, alpha=0.5)
         ax.legend(fontsize=8)
-    fig.suptitle("Threads in four languages: speedup against threads (allocator: %s)" % ref,
-                 fontsize=12)
+    fig.suptitle("Threads in four languages: speedup against threads (allocator: %s%s)"
+                 % (ref, ", %d cores" % cores if cores else ""), fontsize=12)
     fig.tight_layout()
     return fig
 
@@ -661,7 +665,8 @@ def write_all(data, out_dir, quiet=False):
         c["allocator_independent"] = w in indep
         c["untimed"] = w in untimed
     write_csv(runs, os.path.join(out_dir, "results.csv"))
-    pngs = plots(cases, order, runs, os.path.join(out_dir, "plots"))
+    pngs = plots(cases, order, runs, os.path.join(out_dir, "plots"),
+                 cores=(meta.get("machine") or {}).get("cores"))
     rel = [os.path.relpath(p, out_dir) for p in pngs or []]
     with open(os.path.join(out_dir, "report.md"), "w") as f:
         f.write(markdown(cases, order, meta, rel))
