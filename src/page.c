@@ -11,7 +11,9 @@
  *     path leaves it without a call).  Any other empty page stays in its queue too, but is
  *     listed in the heap's retired ring (page->retired set): at most MTH_RETIRED_MAX of them,
  *     each released when it leaves the ring -- pushed out by a newer one or older than
- *     MTH_RETIRED_TICKS ticks -- unless it was reused meanwhile.  So a thread caches at most
+ *     MTH_RETIRED_TICKS ticks -- unless it was reused meanwhile.  A listed page released by
+ *     another path (a page of aligned blocks emptied after its reuse) leaves the ring at once,
+ *     so the ring never names a span that went back to its segment.  So a thread caches at most
  *     one empty page per small class plus MTH_RETIRED_MAX pages (of any class), and the
  *     latter only while it keeps allocating.
  */
@@ -216,8 +218,24 @@ static void mth_page_unfull(mth_heap_t *heap, mth_page_t *page) {
   if (was_empty) mth_direct_update(heap, page->bin);
 }
 
+/* A page still listed in the retired ring leaves it first: the ring must never hold a page whose
+ * span went back to the segment (its slices may already carry another span, which a later pop
+ * would free).  The entry becomes a hole the ring skips. */
+static void mth_retired_forget(mth_heap_t *heap, mth_page_t *page) {
+  for (uint32_t k = 0; k < heap->retired_n; k++) {
+    uint32_t i = (heap->retired_head + k) % MTH_RETIRED_MAX;
+    if (heap->retired[i] == page) {
+      heap->retired[i] = NULL;
+      heap->retired_slices -= page->slice_count;
+      break;
+    }
+  }
+  page->retired = 0;
+}
+
 /* Gives an empty page back to its segment: out of its bin queue, statistics flushed. */
 static void mth_page_release(mth_heap_t *heap, mth_page_t *page) {
+  if (page->retired) mth_retired_forget(heap, page);
   mth_queue_remove(&heap->bins[page->bin], page);
   mth_direct_update(heap, page->bin);
   mth_page_flush_stats(heap, page);
@@ -232,6 +250,7 @@ static void mth_retired_pop(mth_heap_t *heap) {
   heap->retired[i] = NULL;
   heap->retired_head = (i + 1) % MTH_RETIRED_MAX;
   heap->retired_n--;
+  if (page == NULL) return;             /* a hole: released while listed (mth_retired_forget) */
   heap->retired_slices -= page->slice_count;
   page->retired = 0;
   if (page->used != 0) return;
