@@ -7,7 +7,7 @@ CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
 # The interpreter scripts/deps.sh chose, as CMake recorded it: tests and driver use the same one.
 PYTHON    = $$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' $(BUILD)/CMakeCache.txt)
 
-.PHONY: all deps build test bench install clean
+.PHONY: all deps build test bench fuzz install clean
 
 all: build
 
@@ -24,6 +24,13 @@ test: build
 
 bench: build
 	@$(PYTHON) bench/mtheap-bench run --quick --out $(OUT) --build $(BUILD)
+
+# The allocator's API fuzzer for FUZZ_SECONDS (libFuzzer with ASan; clang comes from Debian),
+# new inputs merged into tests/fuzz/corpus; without clang, the replay driver's random seeds.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
+
 
 # No apt or pip here: install builds with what is on the machine (run `make build` first on a
 # fresh one) and copies; cmake/ldconfig.cmake refreshes the loader's cache for system prefixes.

@@ -30,6 +30,25 @@ USAGE = """usage: plockstat [-ACHV] [-n count] [-s depth] [-e secs] [-x opt[=val
 """
 
 
+def bounded(opt, val, conv, lo, hi, what):
+    """val converted and within [lo, hi], or a one-line error naming the option (exit 2)."""
+    try:
+        x = conv(val)
+    except (ValueError, OverflowError):
+        x = None
+    if x is None or not lo <= x <= hi:   # nan fails both comparisons
+        sep = "=" if opt.startswith("-x ") else " "
+        die("bad value: %s%s%s (want %s)" % (opt, sep, val, what), 2)
+    return x
+
+
+def default_opts():
+    """The options before the command line is read (what the report code expects to find)."""
+    return {"mode": "", "depth": 0, "count": 0, "secs": 0.0, "verbose": False, "pid": None,
+            "out": None, "json": None, "folded": None, "threads": False, "holdsample": 16,
+            "aggsize": 0, "bufsize": 0, "lockaddr": False, "attachable": False, "V": False}
+
+
 def main(argv):
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `plockstat -V | head` is not an error
     try:
@@ -38,10 +57,7 @@ def main(argv):
     except getopt.GetoptError as e:
         sys.stderr.write("plockstat: %s\n%s" % (e, USAGE))
         return 2
-    opts = {"mode": "", "depth": 0, "count": 0, "secs": 0.0, "verbose": False, "pid": None,
-            "out": None, "json": None, "folded": None, "threads": False, "holdsample": 16,
-            "aggsize": 0, "bufsize": 0, "lockaddr": False,
-            "attachable": False, "V": False}
+    opts = default_opts()
     for o, v in optlist:
         try:
             if o == "-A":
@@ -55,13 +71,16 @@ def main(argv):
             elif o == "-v":
                 opts["verbose"] = True
             elif o == "-n":
-                opts["count"] = int(v)
+                opts["count"] = bounded(o, v, int, 0, 1 << 31, "a count >= 0")
             elif o == "-s":
-                opts["depth"] = max(0, min(int(v), 32))
+                opts["depth"] = bounded(o, v, int, 0, 1 << 31, "a depth >= 0")
+                if opts["depth"] > 32:
+                    note("-s %d: stacks are kept 32 frames deep" % opts["depth"])
+                    opts["depth"] = 32
             elif o == "-e":
-                opts["secs"] = float(v)
+                opts["secs"] = bounded(o, v, float, 0.001, 1e9, "seconds > 0")
             elif o == "-p":
-                opts["pid"] = int(v)
+                opts["pid"] = bounded(o, v, int, 1, 1 << 31, "a process id")
             elif o == "-o":
                 opts["out"] = v
             elif o == "--json":
@@ -81,11 +100,13 @@ def main(argv):
             elif o == "-x":
                 name, _, val = v.partition("=")
                 if name == "holdsample":
-                    opts["holdsample"] = max(1, int(val or "1"))
+                    opts["holdsample"] = bounded("-x holdsample", val or "1", int, 1, (1 << 31) - 1,
+                                                 "a count N >= 1 (time 1 hold in N)")
                 elif name == "lockaddr":
                     opts["lockaddr"] = True
                 elif name in ("aggsize", "bufsize"):
-                    opts[name] = parse_size(val)
+                    opts[name] = bounded("-x " + name, val, parse_size, 1, 1 << 40,
+                                         "a size from 1 to 1024g (k, m, g suffixes)")
                 elif name in IGNORED_X:
                     note("-x %s ignored: DTrace tuning with no equivalent here (libplockstat "
                          "aggregates in place in the process)" % v)
