@@ -7,7 +7,7 @@ CONFIGURE = cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
 # The interpreter scripts/deps.sh chose, as CMake recorded it: tests and driver use the same one.
 PYTHON    = $$(sed -n 's/^Python3_EXECUTABLE:[A-Z]*=//p' $(BUILD)/CMakeCache.txt)
 
-.PHONY: all deps build test bench fuzz install clean
+.PHONY: all deps build test bench fuzz soak install clean
 
 all: build
 
@@ -31,6 +31,11 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	@bash scripts/fuzz.sh $(FUZZ_SECONDS) $(BUILD)
 
+# A real server under libmtheap and a bounded loopback load for SOAK_SECONDS, every answer
+# checked, RSS sampled (docs/RELIABILITY.md).
+SOAK_SECONDS ?= 600
+soak: build
+	@$(PYTHON) tests/soak/soak.py --seconds $(SOAK_SECONDS) --lib $(BUILD)/src/libmtheap.so
 
 # No apt or pip here: install builds with what is on the machine (run `make build` first on a
 # fresh one) and copies; cmake/ldconfig.cmake refreshes the loader's cache for system prefixes.
