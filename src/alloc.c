@@ -13,30 +13,6 @@ static mth_heap_t *mth_heap(void) {
 }
 
 void *mth_malloc_slow(size_t size) {
-  /* The common ways here, done without the full slow path: a size above the direct table
-   * (4 KiB) whose bin's first page has a free block, and a page whose list ran dry while the
-   * owner's own frees wait on its local list (swapped in).  The tick comes first and the page
-   * is looked up again after it: draining remote frees may retire pages.  The empty heap's
-   * pages have no blocks at all, so a thread without a heap falls through to get one. */
-  if (size <= MTH_CLASS_MAX) {
-    mth_heap_t *h = mth_tls_heap;
-    size_t bin = size <= MTH_SMALL_MAX ? 0 : mth_bin_of(size);
-    mth_page_t *page = bin == 0 ? h->direct[(size + 15) >> 4] : h->bins[bin].first;
-    if (page) {
-      mth_block_t *b = page->free;
-      if (!b && page->local_free) {
-        mth_heap_tick(h);
-        page = bin == 0 ? h->direct[(size + 15) >> 4] : h->bins[bin].first;
-        if (page && (b = page->free) == NULL && page->local_free) b = mth_page_recycle(h, page);
-      }
-      if (b) {
-        page->free = b->next;
-        MTH_RACY_ADD(page->used, 1);
-        MTH_RACY_ADD(page->nmalloc, 1);
-        return b;
-      }
-    }
-  }
   mth_heap_t *heap = mth_heap();
   void *p = NULL;
   if (MTH_LIKELY(heap != NULL && size <= MTH_MAX_ALLOC)) p = mth_page_alloc_slow(heap, size);

@@ -2,11 +2,14 @@
  * overriding symbols (override.c).  Nothing here takes a lock or does an atomic read-modify-
  * write: a thread allocating and freeing its own small blocks touches only its own heap.
  *
- * malloc: size -> heap->direct[] (up to 4 KiB) or the class's first page (up to 128 KiB) ->
- *   pop page->free.  Everything else (an empty list, a larger size, a thread without a heap)
- *   goes to mth_malloc_slow.
- * free:   pointer -> segmap bit (is it ours?) -> page (slice index and back-offset) -> if
- *   page->owner is our heap (which also says the page needs no care), push on local_free.
+ * malloc: size -> heap->direct[] (the first page of its class, up to 128 KiB) -> pop
+ *   page->free.  Everything else (an empty list, a larger size, a thread without a heap)
+ *   goes to mth_malloc_slow.  Every MTH_HEARTBEAT mallocs from a page, the malloc also runs
+ *   the heap's tick (mth_malloc_heartbeat: remote frees taken in, memory purged), so a thread
+ *   that never leaves the fast path still does that work.
+ * free:   pointer -> segmap byte (is it ours?) -> page (slice index and back-offset) -> if
+ *   page->owner is our heap (which also says the page needs no care), push on page->free:
+ *   LIFO, so the next malloc of the class reuses the block still in cache.
  *   A page left empty stays as it is when it is the only page of a small class (its queue
  *   links are both NULL: the per-class cache of one page) or listed as retired already;
  *   anything else is retired (page.c).
@@ -18,20 +21,18 @@
 MTH_INLINE void *mth_malloc_fast(size_t size) {
   mth_heap_t *heap = mth_tls_heap;
   mth_page_t *page;
-  if (MTH_LIKELY(size <= MTH_SMALL_MAX)) {
-    page = heap->direct[(size + 15) >> 4];
-  } else if (size <= MTH_CLASS_MAX) {
-    /* the empty heap has no pages: NULL sends a thread without a heap to the slow path */
-    page = heap->bins[mth_bin_of(size)].first;
-    if (MTH_UNLIKELY(page == NULL)) return mth_malloc_slow(size);
-  } else {
-    return mth_malloc_slow(size);
-  }
+  if (MTH_LIKELY(size <= MTH_SMALL_MAX)) page = heap->direct[(size + 15) >> 4];
+  else if (size <= MTH_CLASS_MAX) page = heap->direct[mth_direct_index(size)];
+  else return mth_malloc_slow(size);
+  /* a class without a page (and every class of a thread without a heap) has mth_page_empty,
+   * whose list is empty: the slow path */
   mth_block_t *b = page->free;
   if (MTH_LIKELY(b != NULL)) {
     page->free = b->next;
     MTH_RACY_ADD(page->used, 1);
-    MTH_RACY_ADD(page->nmalloc, 1);
+    int32_t credit = page->credit - 1;
+    MTH_RACY_SET(page->credit, credit);
+    if (MTH_UNLIKELY(credit == 0)) return mth_malloc_heartbeat(page, b);
     return b;
   }
   return mth_malloc_slow(size);
@@ -44,14 +45,8 @@ MTH_INLINE void mth_free_fast(void *p) {
     mth_heap_t *heap = mth_tls_heap;
     if (MTH_LIKELY(MTH_RACY_GET(page->owner) == heap)) {
       mth_block_t *b = (mth_block_t *)p;
-      /* An empty allocation list takes the block back at once (LIFO: the next malloc reuses a
-       * block still in cache), but only for a while after the page's last refill: every
-       * MTH_LIFO_MAX mallocs the block goes to local_free instead, so the next malloc takes
-       * the slow path and its tick (remote frees, purging) still runs. */
-      mth_block_t **list = page->free == NULL && page->nmalloc < MTH_LIFO_MAX ? &page->free
-                                                                              : &page->local_free;
-      b->next = *list;
-      *list = b;
+      b->next = page->free;
+      page->free = b;
       MTH_RACY_ADD(page->used, -1);
       if (MTH_UNLIKELY(page->used == 0) && !page->retired &&
           (page->next != NULL || page->prev != NULL || page->block_size > MTH_RETAIN_MAX))

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 MTH_HIDDEN uintptr_t mth_secret;
-MTH_HIDDEN _Atomic uint64_t mth_segmap[(size_t)1 << (MTH_ADDR_BITS - MTH_SEG_SHIFT - 6)];
+MTH_HIDDEN uint8_t mth_segmap[MTH_SEGMAP_SLOTS];
 
 MTH_HIDDEN mth_heap_t mth_heap_empty = {
     .direct = {[0 ... MTH_DIRECT_N - 1] = &mth_page_empty},

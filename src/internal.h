@@ -14,15 +14,17 @@
  *            other threads put freed blocks in heap->inbox (inbox.c) with one atomic.
  *
  * Invariants (checked where noted)
- *   - mth_segmap bit for slot s is set  <=>  a live segment header starts at slot s.
+ *   - mth_segmap[s] != 0  <=>  a live segment header starts at slot s.
  *     A pointer whose slot bit is clear is not a span block (free() then looks it up slowly).
  *   - page->owner == heap  <=>  page->flags == 0 and heap owns the page: an ordinary in-use
  *     span page, not full, with no aligned blocks.  Every other state (free slice, header
  *     slice, full, aligned) has owner NULL, so the free fast path needs one comparison.
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
- *   - a block is in exactly one place: page->free, page->local_free, a slot of heap->inbox,
- *     heap->remote (the inbox's overflow list), or none (live).
+ *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
+ *     inbox's overflow list), or none (live).
+ *   - 0 < page->credit <= MTH_HEARTBEAT; MTH_HEARTBEAT - credit mallocs of the page are not yet
+ *     counted in heap->st_mallocs.
  */
 #ifndef MTH_INTERNAL_H
 #define MTH_INTERNAL_H
@@ -43,7 +45,7 @@
 #define MTH_HIDDEN __attribute__((visibility("hidden")))
 #define MTH_CACHE_LINE 64
 
-/* Writes to fields that other threads read only for statistics (page->used, nmalloc, the
+/* Writes to fields that other threads read only for statistics (page->used, credit, the
  * heap's counters, ...).  The owner is the only writer; a statistics snapshot may read a stale
  * value.  Aligned stores are atomic on x86-64, so plain writes are what the fast path uses; in
  * the ThreadSanitizer build they are relaxed atomic stores, so the checker verifies everything
@@ -69,17 +71,21 @@
 #define MTH_ADDR_BITS 48
 
 /* ---- size classes: 16-byte steps to 128, then 8 classes per doubling (<= 12.5% apart) ---- */
-#define MTH_SMALL_MAX 4096                   /* sizes served by the direct page table (2 KiB of it) */
-#define MTH_DIRECT_N (MTH_SMALL_MAX / 16 + 1)
+#define MTH_SMALL_MAX 4096                   /* sizes the direct table maps in 16-byte steps */
 #define MTH_CLASS_MAX ((size_t)128 << 10)    /* largest size class; above: large spans */
+/* heap->direct[]: size -> the first page of its class, for every size up to MTH_CLASS_MAX:
+ * one entry per 16 bytes up to MTH_SMALL_MAX, then one per 512 (the classes above 4 KiB are
+ * multiples of 512, so every size in a 512-byte step has the same class). */
+#define MTH_DIRECT_SMALL (MTH_SMALL_MAX / 16 + 1)
+#define MTH_DIRECT_N (MTH_DIRECT_SMALL + (MTH_CLASS_MAX - MTH_SMALL_MAX) / 512)
 #define MTH_BINS 89                          /* classes 1..88; 0 unused */
 #define MTH_BIN_LARGE 0                      /* bin of a single-block large span */
 #define MTH_LARGE_MAX ((size_t)32 << 16)     /* 2 MiB: larger blocks get their own segments */
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
-#define MTH_RETIRED_MAX 16                   /* further empty pages a heap keeps for a while, */
+#define MTH_RETIRED_MAX 32                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
-#define MTH_LIFO_MAX 4096                    /* frees straight back to an empty list between ticks */
+#define MTH_HEARTBEAT 4096                   /* mallocs from one page between two slow-path ticks */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
                                                 (xmalloc: 256 slots overflowed on half the frees) */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
@@ -89,6 +95,12 @@ MTH_INLINE size_t mth_bin_of(size_t size) {
   size_t w = size - 1;
   unsigned b = 63 - (unsigned)__builtin_clzl(w);     /* >= 7 */
   return 9 + (size_t)(b - 7) * 8 + ((w >> (b - 3)) & 7);
+}
+
+/* Precondition: size <= MTH_CLASS_MAX. */
+MTH_INLINE size_t mth_direct_index(size_t size) {
+  if (size <= MTH_SMALL_MAX) return (size + 15) >> 4;
+  return MTH_DIRECT_SMALL + ((size - MTH_SMALL_MAX - 1) >> 9);
 }
 
 MTH_INLINE size_t mth_bin_size(size_t bin) {
@@ -110,15 +122,12 @@ enum {
 
 typedef struct mth_page_s {
   /* Line 0: the owner's, written on every malloc and free; no other thread touches it. */
-  mth_block_t *free;          /* owner's allocation list (fast path) */
-  mth_block_t *local_free;    /* owner's frees, swapped into free when free runs dry */
+  mth_block_t *free;          /* the free blocks: malloc pops, the owner's free pushes (LIFO) */
   struct mth_page_s *next, *prev;   /* bin queue or heap->full */
   uint32_t used;              /* blocks out (see invariants) */
+  int32_t credit;             /* mallocs left before this page sends one to the tick (alloc.h) */
   uint16_t capacity;          /* blocks carved so far (lazily: a list's worth at a time, page.c) */
   uint8_t retired;            /* empty, kept for reuse, and listed in heap->retired[] */
-  /* not next to used: GCC would fuse the two increments of the malloc fast path into a
-   * four-instruction SSE load/add/store */
-  uint32_t nmalloc;           /* allocations since the last flush into heap stats */
   /* Line 1: what a free from any thread reads to find and check the block; written only when
    * the span is formatted or retired.  On its own line so that other threads' frees leave it
    * shared in every cache and never steal line 0 from the owner mid-malloc (one line for
@@ -175,7 +184,7 @@ typedef struct {
 
 struct mth_heap_s {
   /* owner-only, hot */
-  mth_page_t *direct[MTH_DIRECT_N];   /* size/16 -> current page of its class */
+  mth_page_t *direct[MTH_DIRECT_N];   /* mth_direct_index(size) -> first page of its class */
   mth_queue_t bins[MTH_BINS];
   mth_queue_t full;
   mth_segment_t *segs_avail, *segs_full;
@@ -210,7 +219,7 @@ enum { MTH_HEAP_LIVE = 1, MTH_HEAP_ABANDONED = 2 };
 
 /* ---- globals ---- */
 extern MTH_HIDDEN uintptr_t mth_secret;
-extern MTH_HIDDEN _Atomic uint64_t mth_segmap[];   /* bit per 4 MiB slot: live segment header */
+extern MTH_HIDDEN uint8_t mth_segmap[];            /* byte per 4 MiB slot: live segment header */
 extern MTH_HIDDEN mth_page_t mth_page_empty;       /* free == NULL: sends malloc to slow path */
 extern MTH_HIDDEN mth_heap_t mth_heap_empty;       /* TLS value of a thread with no heap yet */
 extern MTH_HIDDEN __thread mth_heap_t *mth_tls_heap __attribute__((tls_model("initial-exec")));
@@ -283,23 +292,22 @@ MTH_HIDDEN void mth_arena_stats(size_t *reserved, size_t *committed);
 typedef void (*mth_segment_visit_fn)(mth_segment_t *seg, void *arg);
 MTH_HIDDEN void mth_arena_visit(mth_segment_visit_fn fn, void *arg);
 
+/* A byte per slot (64 MiB of .bss for a 48-bit address space, untouched but where segments
+ * live): one load and compare on the free fast path, and set or cleared with a plain store. */
+#define MTH_SEGMAP_SLOTS ((size_t)1 << (MTH_ADDR_BITS - MTH_SEG_SHIFT))
 MTH_INLINE void mth_segmap_set(const void *seg, bool on) {
-  uintptr_t s = (uintptr_t)seg >> MTH_SEG_SHIFT;
-  uint64_t bit = (uint64_t)1 << (s & 63);
-  if (on) atomic_fetch_or_explicit(&mth_segmap[s >> 6], bit, memory_order_release);
-  else atomic_fetch_and_explicit(&mth_segmap[s >> 6], ~bit, memory_order_release);
+  __atomic_store_n(&mth_segmap[(uintptr_t)seg >> MTH_SEG_SHIFT], on, __ATOMIC_RELEASE);
 }
 /* For the free fast path: no range check.  An address above 2^48 (never a user pointer on
- * x86-64) aliases a lower slot; every other foreign pointer reads a clear bit. */
+ * x86-64) aliases a lower slot; every other foreign pointer reads a clear byte.  A plain read
+ * (one compare with memory): a byte is written only when its segment is made or given back. */
 MTH_INLINE bool mth_segmap_test_fast(uintptr_t a) {
-  uintptr_t s = a >> MTH_SEG_SHIFT;
-  return (atomic_load_explicit(&mth_segmap[(s >> 6) & (((size_t)1 << (MTH_ADDR_BITS - MTH_SEG_SHIFT - 6)) - 1)],
-                               memory_order_relaxed) >> (s & 63)) & 1;
+  return MTH_RACY_GET(mth_segmap[(a >> MTH_SEG_SHIFT) & (MTH_SEGMAP_SLOTS - 1)]) != 0;
 }
 MTH_INLINE bool mth_segmap_test(const void *p) {
   uintptr_t s = (uintptr_t)p >> MTH_SEG_SHIFT;
-  if (MTH_UNLIKELY(s >> (MTH_ADDR_BITS - MTH_SEG_SHIFT))) return false;
-  return (atomic_load_explicit(&mth_segmap[s >> 6], memory_order_relaxed) >> (s & 63)) & 1;
+  if (MTH_UNLIKELY(s >= MTH_SEGMAP_SLOTS)) return false;
+  return __atomic_load_n(&mth_segmap[s], __ATOMIC_RELAXED) != 0;
 }
 
 /* ---- segments and spans (segment.c) ---- */
@@ -344,12 +352,21 @@ MTH_INLINE void mth_segment_publish(mth_segment_t *seg) {
 
 /* ---- pages (page.c) ---- */
 MTH_HIDDEN void *mth_page_alloc_slow(mth_heap_t *heap, size_t size);
-MTH_HIDDEN mth_block_t *mth_page_recycle(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void *mth_page_alloc_zero(mth_heap_t *heap, size_t size);
 MTH_HIDDEN void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_page_retire(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t block_size);
 MTH_HIDDEN void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page);
+MTH_HIDDEN void *mth_malloc_heartbeat(mth_page_t *page, mth_block_t *b);
+/* A pop on a slow path (whose tick has run): the credit kept in step without a second tick. */
+MTH_INLINE void *mth_page_pop(mth_heap_t *heap, mth_page_t *page) {
+  mth_block_t *b = page->free;
+  page->free = b->next;
+  MTH_RACY_ADD(page->used, 1);
+  MTH_RACY_ADD(page->credit, -1);
+  if (page->credit == 0) mth_page_flush_stats(heap, page);
+  return b;
+}
 MTH_HIDDEN void mth_heap_release_retained(mth_heap_t *heap);
 MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 

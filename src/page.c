@@ -33,11 +33,10 @@ static size_t mth_bin_slices(size_t bs) {
 }
 
 static void mth_direct_update(mth_heap_t *heap, size_t bin) {
-  size_t bs = mth_bin_size(bin);
-  if (bs > MTH_SMALL_MAX) return;
   mth_page_t *page = heap->bins[bin].first ? heap->bins[bin].first : &mth_page_empty;
-  size_t lo = bin == 1 ? 0 : mth_bin_size(bin - 1) / 16 + 1;
-  for (size_t i = lo; i <= bs / 16; i++) heap->direct[i] = page;
+  size_t lo = bin == 1 ? 0 : mth_direct_index(mth_bin_size(bin - 1)) + 1;
+  size_t hi = mth_direct_index(mth_bin_size(bin));
+  for (size_t i = lo; i <= hi; i++) heap->direct[i] = page;
 }
 
 static void mth_queue_remove(mth_queue_t *q, mth_page_t *page) {
@@ -65,17 +64,26 @@ static void mth_queue_push_back(mth_queue_t *q, mth_page_t *page) {
 }
 
 void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page) {
-  MTH_RACY_ADD(heap->st_mallocs[page->bin], page->nmalloc);
-  MTH_RACY_SET(page->nmalloc, 0);
+  MTH_RACY_ADD(heap->st_mallocs[page->bin], (uint64_t)(MTH_HEARTBEAT - page->credit));
+  MTH_RACY_SET(page->credit, MTH_HEARTBEAT);
+}
+
+/* The fast path's malloc that used up its page's credit: the block is the caller's already;
+ * the heap's tick runs now (remote frees, purging), as it would on a slow path. */
+void *mth_malloc_heartbeat(mth_page_t *page, mth_block_t *b) {
+  mth_heap_t *heap = mth_tls_heap;
+  mth_page_flush_stats(heap, page);
+  mth_heap_tick(heap);
+  return b;
 }
 
 void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
-  page->free = page->local_free = NULL;
+  page->free = NULL;
   page->next = page->prev = NULL;
   MTH_RACY_SET(page->used, 0);
   page->capacity = 0;
   page->retired = 0;
-  MTH_RACY_SET(page->nmalloc, 0);
+  MTH_RACY_SET(page->credit, MTH_HEARTBEAT);
   MTH_RACY_SET(page->bin, (uint8_t)bin);
   MTH_RACY_SET(page->block_size, (uint32_t)bs);
   page->reserved = (uint16_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / bs);
@@ -111,20 +119,6 @@ static void mth_page_extend(mth_page_t *page, size_t n) {
   page->capacity = (uint16_t)(page->capacity + n);
 }
 
-/* The page's allocation list ran dry: the owner's frees become the new list, topped up from
- * the page's uncarved part when shorter than mth_list_min.
- * Precondition: page->free == NULL, page->local_free != NULL. */
-mth_block_t *mth_page_recycle(mth_heap_t *heap, mth_page_t *page) {
-  mth_page_flush_stats(heap, page);
-  page->free = page->local_free;
-  page->local_free = NULL;
-  /* every free block of the page is on the list now: capacity - used of them */
-  size_t have = (size_t)(page->capacity - page->used);
-  size_t want = mth_list_min(page->block_size);
-  if (have < want && page->capacity < page->reserved) mth_page_extend(page, want - have);
-  return page->free;
-}
-
 static mth_page_t *mth_page_new(mth_heap_t *heap, size_t bin) {
   size_t bs = mth_bin_size(bin);
   mth_page_t *page = mth_span_alloc(heap, mth_bin_slices(bs), NULL);
@@ -142,10 +136,6 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
   while (page) {
     if (page->free) break;
     mth_page_flush_stats(heap, page);
-    if (page->local_free) {
-      mth_page_recycle(heap, page);
-      break;
-    }
     if (page->capacity < page->reserved) {
       mth_page_extend(page, mth_list_min(page->block_size));
       break;
@@ -186,11 +176,7 @@ void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
     mth_page_t *page = heap->bins[bin].first;
     if (!page || !page->free) page = mth_bin_find_page(heap, bin);
     if (!page) return NULL;
-    mth_block_t *b = page->free;
-    page->free = b->next;
-    MTH_RACY_ADD(page->used, 1);
-    MTH_RACY_ADD(page->nmalloc, 1);
-    return b;
+    return mth_page_pop(heap, page);
   }
   if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, false);
   return mth_huge_alloc(heap, size, 0, false);
@@ -282,7 +268,7 @@ void mth_retired_expire(mth_heap_t *heap) {
 /* The page's last block was freed (by the owner, or drained from remote frees). */
 void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   if (page->bin == MTH_BIN_LARGE) {
-    MTH_RACY_ADD(heap->st_mallocs[0], page->nmalloc);
+    mth_page_flush_stats(heap, page);
     mth_span_free(heap, page);
     return;
   }
@@ -295,10 +281,10 @@ void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
 }
 
 /* A free by the owner that the fast path could not finish: page full or aligned, or a block
- * drained from heap->remote.  b is the block's start. */
+ * drained from the inbox.  b is the block's start. */
 void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
-  b->next = page->local_free;
-  page->local_free = b;
+  b->next = page->free;
+  page->free = b;
   MTH_RACY_ADD(page->used, -1);
   if (page->used == 0) mth_page_retire(heap, page);
   else if (page->flags & MTH_PAGE_FULL) mth_page_unfull(heap, page);

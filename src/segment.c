@@ -192,7 +192,7 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
 }
 
 void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
-  page->free = page->local_free = NULL;
+  page->free = NULL;
   MTH_RACY_SET(page->used, 0);
   mth_slices_release(heap, mth_segment_of(page), mth_page_index(page), page->slice_count);
 }

@@ -1,5 +1,5 @@
 /* Statistics: gathered on demand by walking every segment and heap, so the fast paths pay
- * only one counter increment per malloc (page->nmalloc).  Readers race with the owners'
+ * only one counter decrement per malloc (page->credit).  Readers race with the owners
  * plain writes; the numbers are a snapshot, exact when the program is quiescent.
  *
  * in_use_peak is the highest in_use any snapshot saw, and at least pages_peak's lower bound
@@ -35,7 +35,7 @@ static void mth_stats_segment(mth_segment_t *seg, void *arg) {
     if (bin >= MTH_BINS) continue;
     acc->st->in_use += (size_t)used * LOAD(page->block_size);
     acc->live[bin] += used;
-    acc->pending[bin] += LOAD(page->nmalloc);
+    acc->pending[bin] += (uint64_t)(MTH_HEARTBEAT - LOAD(page->credit));
     acc->live_blocks += used;
     if (bin != MTH_BIN_LARGE) acc->st->classes[bin].pages++;
   }
