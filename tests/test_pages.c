@@ -6,7 +6,7 @@
  *            50 rounds: the class keeps its pages (no more than one round needs; a round takes
  *            no span from the segments), contents intact
  *   bound    empty pages of 24 classes at once: at most the per-class page of the small
- *            classes plus MTH_RETIRED_MAX (16) pages of MTH_RETIRED_SLICES (2 MiB) in all
+ *            classes plus MTH_RETIRED_MAX pages of MTH_RETIRED_SLICES slices in all
  *   expire   after a batch, other work that takes the slow path: retired pages go back within
  *            MTH_RETIRED_TICKS ticks; a class above 8 KiB keeps none
  *   collect  mtheap_collect(true) and thread exit give every kept page back
@@ -16,8 +16,13 @@
  *            the retired ring, given an aligned block and emptied again went back to its
  *            segment while still listed; the ring later freed its slices a second time, under
  *            a span that held live blocks (a 10-slice block overlapped by the next span).
- * usage: test_pages reuse|bound|expire|collect|aligned */
+ *   heartbeat  a thread whose blocks another thread freed, and that then only mallocs and frees
+ *            one block on the fast path, still takes those frees in (every MTH_HEARTBEAT
+ *            mallocs from a page one runs the tick): a third thread's statistics, which
+ *            count a remote free once its owner has reclaimed it, see them before the end
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat */
 #include "testutil.h"
+#include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES */
 
 #define SLICE ((size_t)64 << 10)
 
@@ -91,11 +96,12 @@ static void case_bound(void) {
     if (size <= 8192) kept_small++;
   }
   uint64_t pages = all_pages();
-  TCHECKF(pages <= kept_small + 16, "%" PRIu64 " empty pages kept, bound %zu", pages, kept_small + 16);
+  TCHECKF(pages <= kept_small + MTH_RETIRED_MAX, "%" PRIu64 " empty pages kept, bound %zu", pages,
+          kept_small + MTH_RETIRED_MAX);
   struct mtheap_stats st;
   th_stats(&st);
-  /* the ring holds at most 2 MiB of spans; each small class keeps one 64 KiB page */
-  size_t bound = kept_small * SLICE + ((size_t)32 << 16);
+  /* the ring holds at most MTH_RETIRED_SLICES slices; each small class keeps one 64 KiB page */
+  size_t bound = kept_small * SLICE + (size_t)MTH_RETIRED_SLICES * SLICE;
   TCHECKF(st.pages_in_use <= bound, "%zu bytes of pages in use with nothing live, bound %zu", st.pages_in_use,
           bound);
   mtheap_collect(true);
@@ -166,6 +172,54 @@ static void case_aligned(void) {
   for (int i = 0; i < 64; i++) T_FREE(keep[i].p);
 }
 
+#define HB_BLOCKS 3000
+#define HB_SIZE 48
+static void *hb_blocks[HB_BLOCKS];
+
+static void *hb_free_all(void *arg) {
+  for (int i = 0; i < HB_BLOCKS; i++) T_FREE(hb_blocks[i]);
+  return arg;
+}
+
+/* The live blocks of HB_SIZE's class, as a thread other than their owner sees them (its own
+ * statistics call drains only its own inbox). */
+static void *hb_live(void *out) {
+  struct mtheap_stats st;
+  th_stats(&st);
+  for (int i = 0; i < MTHEAP_NUM_CLASSES; i++)
+    if (st.classes[i].block_size == HB_SIZE) *(uint64_t *)out = st.classes[i].mallocs - st.classes[i].frees;
+  return NULL;
+}
+
+static uint64_t hb_live_seen_by_other(void) {
+  uint64_t live = UINT64_MAX;
+  pthread_t t;
+  th_thread(&t, hb_live, &live);
+  th_join(t);
+  return live;
+}
+
+static void case_heartbeat(void) {
+  void *warm = T_MALLOC(64);   /* the class's page exists: the loop below never leaves the fast path */
+  T_FREE(warm);
+  for (int i = 0; i < HB_BLOCKS; i++) TCHECK((hb_blocks[i] = T_MALLOC(HB_SIZE)) != NULL);
+  pthread_t t;
+  th_thread(&t, hb_free_all, NULL);
+  th_join(t);
+  uint64_t before = hb_live_seen_by_other();
+  TCHECKF(before == HB_BLOCKS, "%" PRIu64 " live blocks of %d bytes before the owner ran at all, expected %d",
+          before, HB_SIZE, HB_BLOCKS);
+  for (int i = 0; i < 2 * MTH_HEARTBEAT + 10; i++) {
+    void *p = T_MALLOC(64);
+    TCHECK(p != NULL);
+    *(volatile char *)p = 1;
+    T_FREE(p);
+  }
+  uint64_t after = hb_live_seen_by_other();
+  TCHECKF(after == 0, "%" PRIu64 " of %d remotely freed blocks still not taken in after %d fast-path mallocs",
+          after, HB_BLOCKS, 2 * MTH_HEARTBEAT + 10);
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -175,7 +229,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "expire")) case_expire();
   else if (!strcmp(c, "collect")) case_collect();
   else if (!strcmp(c, "aligned")) case_aligned();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned", argv[0]);
+  else if (!strcmp(c, "heartbeat")) case_heartbeat();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat", argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
 }
