@@ -15,17 +15,6 @@ MTH_INLINE uint64_t mth_run_bits(size_t idx, size_t n) {
   return (n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
 }
 
-/* Lowest index of n consecutive set bits in m, or -1. */
-static int mth_find_run(uint64_t m, size_t n) {
-  size_t have = 1;
-  while (have < n && m) {
-    size_t s = have < n - have ? have : n - have;
-    m &= m >> s;
-    have += s;
-  }
-  return m ? __builtin_ctzll(m) : -1;
-}
-
 static void mth_seglist_remove(mth_segment_t **head, mth_segment_t *seg) {
   if (seg->prev) seg->prev->next = seg->next;
   else *head = seg->next;
@@ -115,23 +104,62 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
   MTH_RACY_ADD(heap->st_span_ops, 1);
 }
 
-/* A span of n slices: preferably over free slices that are still resident (dirty), so that
- * churn of spans of varying lengths (large blocks, pages of big classes) reuses memory already
- * touched instead of spreading over the segment and raising RSS until the purge; else the
- * lowest free run of any segment; else a new segment. */
-mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
+/* Where a span of n slices goes.  Free slices that are still resident (dirty) are worth
+ * reusing: every clean slice a span takes is memory the program has not touched yet, while the
+ * dirty ones stay resident until the purge anyway.  So the window chosen is the one that covers
+ * the most dirty slices, and among equals the one in the shortest free run (best fit: a page of
+ * one slice does not break up the run a large block will want next).  Without that, churn of
+ * spans of mixed lengths leaves dirty fragments that no span fits, and each new span touches
+ * fresh memory (mstress: as much memory dirty and free as in use).
+ *
+ * The search stops at a perfect window (all dirty, exactly filling its run) and otherwise looks
+ * at MTH_FIT_SEGMENTS segments past the first that had room, so a heap of many segments does
+ * not walk them all for every span. */
+#define MTH_FIT_SEGMENTS 8
+typedef struct {
   mth_segment_t *seg;
-  int idx = -1;
-  for (seg = heap->segs_avail; seg; seg = seg->next) {
-    idx = mth_find_run(seg->dirty_mask, n);   /* dirty slices are free: dirty & used == 0 */
-    if (idx > 0) break;
-  }
-  if (!seg) {
-    for (seg = heap->segs_avail; seg; seg = seg->next) {
-      idx = mth_find_run(~seg->used_mask, n);
-      if (idx > 0) break;
+  int idx, dirty, runlen;
+} mth_fit_t;
+
+static void mth_fit_segment(mth_segment_t *seg, size_t n, mth_fit_t *best) {
+  uint64_t free = ~seg->used_mask;   /* bit 0, the header, is always used */
+  while (free) {
+    int s = __builtin_ctzll(free);
+    uint64_t rest = free >> s;
+    int len = rest == ~(uint64_t)0 ? 64 - s : __builtin_ctzll(~rest);
+    uint64_t run = mth_run_bits((size_t)s, (size_t)len);
+    free &= ~run;
+    if ((size_t)len < n) continue;
+    uint64_t dirty = seg->dirty_mask & run;
+    int at = s, most = 0;
+    if (dirty) {
+      /* slide the window over the run, counting the dirty slices it covers */
+      int d = __builtin_popcountll(dirty & mth_run_bits((size_t)s, n));
+      most = d;
+      for (int p = s + 1; p + (int)n <= s + len && most < (int)n; p++) {
+        d += (int)((dirty >> (p + n - 1)) & 1) - (int)((dirty >> (p - 1)) & 1);
+        if (d > most) most = d, at = p;
+      }
+    }
+    if (best->seg == NULL || most > best->dirty || (most == best->dirty && len < best->runlen)) {
+      best->seg = seg;
+      best->idx = at;
+      best->dirty = most;
+      best->runlen = len;
     }
   }
+}
+
+/* A span of n slices: the best window of the heap's segments (above), else a new segment. */
+mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
+  mth_fit_t best = {NULL, 0, 0, 0};
+  int after = 0;
+  for (mth_segment_t *seg = heap->segs_avail; seg; seg = seg->next) {
+    mth_fit_segment(seg, n, &best);
+    if (best.seg && ((best.dirty == (int)n && best.runlen == (int)n) || ++after > MTH_FIT_SEGMENTS)) break;
+  }
+  mth_segment_t *seg = best.seg;
+  int idx = best.idx;
   if (!seg) {
     seg = mth_segment_new(heap);
     if (!seg) return NULL;
