@@ -60,9 +60,8 @@ static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **p
     mth_invalid_pointer(what, p, "not an allocated block (freed twice, or never allocated)");
     return NULL;
   }
-  uint8_t *start = mth_page_start(page);
-  size_t off = (size_t)((const uint8_t *)p - start) % page->block_size;
-  if (off != 0 && !(flags & MTH_PAGE_ALIGNED)) {
+  size_t off = mth_block_offset(page, p);
+  if ((off != 0 && !(flags & MTH_PAGE_ALIGNED)) || off >= page->block_size) {
     mth_invalid_pointer(what, p, "pointer into the middle of a block");
     return NULL;
   }
@@ -84,7 +83,7 @@ void mth_free_page_slow(void *p, mth_page_t *page) {
       mth_page_free_local(heap, page, (mth_block_t *)p);
       return;
     }
-    if (((size_t)((uint8_t *)p - mth_page_start(page)) % page->block_size) == 0) {
+    if (mth_block_offset(page, p) == 0) {
       bool overflow = mth_inbox_push(owner, (mth_block_t *)p);
       mth_count_remote_free(heap, overflow);
       return;
@@ -168,13 +167,20 @@ void *mth_realloc(void *p, size_t size) {
      * growth chains (vectors, string builders) then copy nothing. */
     if (page->bin == MTH_BIN_LARGE && (void *)b == p && size > MTH_CLASS_MAX &&
         size <= MTH_LARGE_MAX && MTH_RACY_GET(page->owner) == heap &&
-        mth_span_resize(heap, page, (size + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT)) {
+        mth_span_resize(heap, page, size)) {
       MTH_RACY_ADD(heap->st_realloc_inplace, 1);
       return p;
     }
     if (size <= usable && size >= usable / 2) return p;
   }
-  void *q = mth_malloc_fast(size);
+  void *q;
+  if (size > usable && size > MTH_CLASS_MAX && size <= MTH_LARGE_MAX) {
+    mth_heap_t *heap = mth_heap();
+    q = heap ? mth_page_alloc_growing(heap, size) : NULL;
+    if (!q) errno = ENOMEM;
+  } else {
+    q = mth_malloc_fast(size);
+  }
   if (!q) return NULL;
   memcpy(q, p, size < usable ? size : usable);
   mth_free_fast(p);

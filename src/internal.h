@@ -326,15 +326,27 @@ MTH_INLINE mth_page_t *mth_page_of_fast(mth_segment_t *seg, uintptr_t a) {
                                                               ((MTH_SLICES - 1) << MTH_PAGE_DESC_SHIFT)));
   return (mth_page_t *)((uint8_t *)desc - desc->slice_offset);
 }
+MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page);
+/* How far p is into its block (0: p starts one).  A large page holds one block at the span's
+ * start, no shorter than the span: beyond block_size is no block at all (the caller checks). */
+MTH_INLINE size_t mth_block_offset(const mth_page_t *page, const void *p) {
+  size_t off = (size_t)((const uint8_t *)p - mth_page_start(page));
+  return page->bin == MTH_BIN_LARGE ? off : off % page->block_size;
+}
 MTH_INLINE size_t mth_page_index(const mth_page_t *page) {
   return (size_t)(page - mth_segment_of(page)->pages);
 }
 MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page) {
   return (uint8_t *)mth_segment_of(page) + (mth_page_index(page) << MTH_SLICE_SHIFT);
 }
-MTH_HIDDEN mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t nslices, bool *is_zero);
+MTH_HIDDEN mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t nslices, size_t room, bool *is_zero);
 MTH_HIDDEN void mth_span_free(mth_heap_t *heap, mth_page_t *page);
-MTH_HIDDEN bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t nslices);
+MTH_HIDDEN bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t size);
+/* A large block's usable size: the request rounded up to an OS page, not the span's 64 KiB
+ * slices.  realloc copies the usable bytes (the program may have written them all), so
+ * slack there would be copied by every move of a growing block (realloc's growth chains:
+ * 2073 MiB copied where 1642 MiB were the program's). */
+MTH_INLINE size_t mth_large_usable(size_t size) { return (size + 4095) & ~(size_t)4095; }
 MTH_HIDDEN void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force);
 MTH_HIDDEN void mth_segment_release_empty(mth_heap_t *heap);
 MTH_HIDDEN void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero);
@@ -353,6 +365,7 @@ MTH_INLINE void mth_segment_publish(mth_segment_t *seg) {
 /* ---- pages (page.c) ---- */
 MTH_HIDDEN void *mth_page_alloc_slow(mth_heap_t *heap, size_t size);
 MTH_HIDDEN void *mth_page_alloc_zero(mth_heap_t *heap, size_t size);
+MTH_HIDDEN void *mth_page_alloc_growing(mth_heap_t *heap, size_t size);   /* MTH_CLASS_MAX < size <= MTH_LARGE_MAX */
 MTH_HIDDEN void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_page_retire(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t block_size);

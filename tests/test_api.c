@@ -323,8 +323,8 @@ static void test_size_classes(void) {
     } else if (n <= ((size_t)128 << 10)) {
       TCHECKF((double)u <= (double)n * 1.125 + 16, "malloc(%zu): usable size %zu exceeds n*1.125+16", n, u);
     } else {
-      size_t r64 = (n + 65535) & ~(size_t)65535;
-      TCHECKF(u <= r64, "malloc(%zu): usable size %zu exceeds the 64 KiB rounding %zu", n, u, r64);
+      size_t r4k = (n + 4095) & ~(size_t)4095;
+      TCHECKF(u == r4k, "malloc(%zu): usable size %zu, want the 4 KiB rounding %zu", n, u, r4k);
     }
     if (n >= 16) TCHECKF(aligned(p, 16), "malloc(%zu) = %p", n, p);
     unsigned slot = k++ % WIN;
@@ -404,8 +404,10 @@ static void test_realloc(void) {
   th_stats(&h0);
   void *lb2 = T_REALLOC(lb, VZ(200000));
   TCHECKF(lb2 == lb, "shrinking a 1 MiB block to 200000 bytes moved it (%p -> %p)", lb, lb2);
-  TCHECKF(T_USABLE_SIZE(lb2) == (size_t)256 << 10, "shrunk large block: usable %zu, want 256 KiB",
-          T_USABLE_SIZE(lb2));
+  /* a large block's usable size is its request rounded to 4 KiB (not the span's 64 KiB
+   * slices: realloc copies usable bytes, so slack there would be copied on every move) */
+  TCHECKF(T_USABLE_SIZE(lb2) == (size_t)200704, "shrunk large block: usable %zu, want 200704 "
+          "(200000 rounded to 4 KiB)", T_USABLE_SIZE(lb2));
   th_verify_seed(lb2, 200000, (size_t)1 << 20, 91);
   void *lb3 = T_REALLOC(lb2, VZ((size_t)1 << 20));
   TCHECKF(lb3 == lb, "growing back over its own freed tail moved the block (%p -> %p)", lb, lb3);
@@ -418,6 +420,41 @@ static void test_realloc(void) {
   TCHECKF(h1.in_use <= h0.in_use, "in_use grew across shrink+regrow: %zu -> %zu", h0.in_use, h1.in_use);
   th_verify_seed(lb3, (size_t)1 << 20, (size_t)1 << 20, 92);
   T_FREE(lb3);
+
+  /* A growth chain: a large block that realloc had to move gets room behind it, so the next
+   * steps grow in place even though the program allocates a block of the same size after every
+   * step (without the room, best fit puts that block right behind and every step copies). */
+  {
+    enum { STEPS = 6 };
+    void *spacers[STEPS + 1];
+    size_t n = (size_t)160 << 10;
+    void *gb = T_MALLOC(VZ(n));
+    TCHECK(gb != NULL);
+    th_fill_seed(gb, n, 93);
+    spacers[0] = T_MALLOC(VZ(n));
+    th_stats(&h0);
+    unsigned moved = 0;
+    for (int i = 1; i <= STEPS; i++) {
+      size_t m = n + n / 4;
+      void *q = T_REALLOC(gb, VZ(m));
+      TCHECK(q != NULL);
+      th_verify_seed(q, n, n, 93);
+      moved += q != gb;
+      gb = q;
+      th_fill_seed(gb, m, 93);
+      n = m;
+      spacers[i] = T_MALLOC(VZ((size_t)160 << 10));
+    }
+    th_stats(&h1);
+    TCHECKF(moved <= 1, "a growth chain of %d steps (160 KiB by 1/4) moved %u times: no room was "
+            "kept behind the moved block", STEPS, moved);
+    TCHECKF(h1.reallocs_in_place >= h0.reallocs_in_place + STEPS - 1, "in-place growth not counted "
+            "(%" PRIu64 " -> %" PRIu64 ")", h0.reallocs_in_place, h1.reallocs_in_place);
+    TCHECKF(T_USABLE_SIZE(gb) == ((n + 4095) & ~(size_t)4095), "grown block: usable %zu for %zu",
+            T_USABLE_SIZE(gb), n);
+    T_FREE(gb);
+    for (int i = 0; i <= STEPS; i++) T_FREE(spacers[i]);
+  }
 
   /* realloc(p, 0) frees p and returns NULL, like glibc. */
   struct mtheap_stats s0, s1;
