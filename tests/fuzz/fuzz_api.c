@@ -405,6 +405,8 @@ static void *mtfz_thread_main(void *arg) {
   return NULL;
 }
 
+uint64_t mtfz_ops(void) { return __atomic_load_n(&g_ops, __ATOMIC_RELAXED); }
+
 int mtfz_run(const uint8_t *data, size_t size, int allow_fork) {
   if (size < 2) return 0;
   g_allow_fork = allow_fork;

@@ -9,4 +9,7 @@
  * (not under libFuzzer, whose process must not be duplicated). */
 int mtfz_run(const uint8_t *data, size_t size, int allow_fork);
 
+/* Operations executed by every mtfz_run of this process so far (docs/RELIABILITY.md quotes it). */
+uint64_t mtfz_ops(void);
+
 #endif
