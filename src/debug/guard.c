@@ -103,6 +103,7 @@ void *mthd_block_alloc(size_t size, size_t align, int family, int flags, uintptr
   else if (mthd_opt.patterns && !internal) memset(user, MTHD_PAT_ALLOC, size < mthd_opt.fill_max ? size : mthd_opt.fill_max);
   h->alloc_stack = (mthd_opt.audit && !internal) ? mthd_stack_capture(caller) : 0;
   reg_insert(h);
+  if (mthd_opt.quarantine && !internal) mthd_quarantine_tick(caller);
   return user;
 }
 

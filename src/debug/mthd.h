@@ -157,6 +157,7 @@ extern MTHD_HIDDEN mthd_stripe_t mthd_stripes[MTHD_STRIPES];
 /* ---- quarantine (quarantine.c) ---- */
 MTHD_HIDDEN void mthd_quarantine_put(mthd_hdr_t *h);
 MTHD_HIDDEN int mthd_quarantine_check(const char *when, uintptr_t caller);
+MTHD_HIDDEN void mthd_quarantine_tick(uintptr_t caller);
 MTHD_HIDDEN int mthd_pattern_check(mthd_hdr_t *h, const char *when, uintptr_t caller);
 extern MTHD_HIDDEN mthd_lock_t mthd_quarantine_lock;
 MTHD_HIDDEN mthd_hdr_t *mthd_quarantine_find(const void *addr);

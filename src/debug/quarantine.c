@@ -1,20 +1,30 @@
 /* The quarantine: freed blocks wait here, filled with MTHD_PAT_FREE, before the core may reuse
  * their memory.  A use-after-free write lands in a quarantined block and is found when the block
- * leaves (is about to be reused), by mtheap_check_heap(), or at exit, when every block still in
- * quarantine is checked (a write soon before exit would otherwise never be seen).
+ * leaves (is about to be reused), by mtheap_check_heap(), by the sweep that every malloc
+ * advances (mthd_quarantine_tick: a write is found within about size-of-quarantine / 256 bytes
+ * mallocs, not only when its block is evicted), or at exit, when every block still in quarantine
+ * is checked (a write soon before exit would otherwise never be seen).
  *
  * Invariants
  *   - one FIFO (oldest first) linked through hdr->next, under mthd_quarantine_lock;
  *   - q_bytes/q_count are the sums over the FIFO and stay within the configured bounds after
  *     every put: evicted blocks are checked and released outside the lock;
  *   - every quarantined block has state QUARANTINED and, with patterns on, all its user bytes
- *     hold MTHD_PAT_FREE unless someone wrote to freed memory.
+ *     hold MTHD_PAT_FREE unless someone wrote to freed memory;
+ *   - q_sweep is NULL or a block in the FIFO (eviction resets it when it takes that block), and
+ *     q_credit never exceeds the largest block the quarantine takes, plus one malloc's worth.
  */
 #include "mthd.h"
 
 MTHD_HIDDEN mthd_lock_t mthd_quarantine_lock;
 static mthd_hdr_t *q_head, *q_tail;
 static size_t q_bytes, q_count;
+static mthd_hdr_t *q_sweep;   /* the next block the per-malloc sweep checks (NULL: the oldest) */
+static size_t q_credit;       /* bytes the sweep may scan: MTHD_Q_SWEEP_BYTES per malloc */
+
+/* Bytes of quarantined memory checked per malloc, on average: 16 MiB of quarantine is swept
+ * every 64K mallocs at the cost of scanning 256 bytes (a few ns) each. */
+#define MTHD_Q_SWEEP_BYTES 256
 
 /* Verify a block's free pattern (and its redzones); report a use-after-free write. */
 int mthd_pattern_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
@@ -65,6 +75,7 @@ void mthd_quarantine_put(mthd_hdr_t *h) {
     if (!q_head) q_tail = NULL;
     q_bytes -= x->size;
     q_count--;
+    if (x == q_sweep) q_sweep = NULL;
     *etail = x;
     etail = &x->next;
   }
@@ -76,6 +87,26 @@ void mthd_quarantine_put(mthd_hdr_t *h) {
     mthd_pattern_check(x, "reuse of a quarantined block (malloc)", 0);
     mthd_block_release(x);
   }
+}
+
+/* Called by every malloc of the program: advance the sweep over the FIFO by the bytes this
+ * malloc has earned.  Skipped when another thread holds the lock (that thread is sweeping or
+ * putting; the credit waits for the next malloc). */
+void mthd_quarantine_tick(uintptr_t caller) {
+  if (!mthd_opt.patterns || !__atomic_load_n(&q_head, __ATOMIC_RELAXED)) return;
+  if (atomic_exchange_explicit(&mthd_quarantine_lock.v, 1, memory_order_acquire)) return;
+  q_credit += MTHD_Q_SWEEP_BYTES;
+  if (q_credit > mthd_opt.quarantine_max_block + MTHD_Q_SWEEP_BYTES)
+    q_credit = mthd_opt.quarantine_max_block + MTHD_Q_SWEEP_BYTES;
+  for (int blocks = 0; blocks < 64; blocks++) {
+    mthd_hdr_t *h = q_sweep ? q_sweep : q_head;
+    if (!h || h->size > q_credit) break;
+    q_credit -= h->size ? h->size : 1;
+    mthd_pattern_check(h, "a sweep of the quarantine at a malloc", caller);
+    q_sweep = h->next;
+    if (!q_sweep) break;   /* back to the oldest at the next malloc */
+  }
+  mthd_unlock(&mthd_quarantine_lock);
 }
 
 int mthd_quarantine_check(const char *when, uintptr_t caller) {
