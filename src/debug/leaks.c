@@ -17,6 +17,10 @@
  *   - heap memory is never a root: 64 KiB slices the core owns are skipped, and untouched
  *     (non-resident) anonymous pages are skipped via mincore, so a 1 GiB reservation costs
  *     little;
+ *   - dead memory is not a root: the stacks glibc keeps cached for threads that exited (found
+ *     by the thread descriptor at the top of the mapping, whose tid the kernel cleared), and,
+ *     once main has returned, main's finished frames (start.c knows where they began); blocks
+ *     that only such memory points to are leaks, and the report says how many there were;
  *   - other threads are not stopped: a block whose only pointer is in another thread's
  *     registers at that instant can be reported (documented limitation).
  */
@@ -24,6 +28,7 @@
 
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -35,7 +40,7 @@ typedef struct {
   uint8_t mark;           /* 0 unreached, 1 reachable, 2 indirectly leaked */
 } lblk_t;
 
-enum { UNREACHED = 0, REACHED = 1, INDIRECT = 2 };
+enum { UNREACHED = 0, REACHED = 1, INDIRECT = 2, STALE = 3 };
 
 static lblk_t *blk;
 static size_t nblk;
@@ -125,7 +130,7 @@ static int own_data_phdr(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1;
 }
 
-static void scan_root(uintptr_t lo, uintptr_t hi, bool anon, const range_t *skip, int nskip) {
+static void scan_root(uintptr_t lo, uintptr_t hi, bool anon, const range_t *skip, int nskip, uint8_t to_mark) {
   /* residency first, 64 MiB per mincore call: a mostly untouched reservation costs one
    * syscall per 64 MiB, not one per chunk */
   static unsigned char vec[16384];
@@ -150,13 +155,63 @@ static void scan_root(uintptr_t lo, uintptr_t hi, bool anon, const range_t *skip
           if (pe > ce) pe = ce;
           bool mine = false;
           for (int k = 0; k < nskip && !mine; k++) mine = ps < skip[k].hi && pe > skip[k].lo;
-          if (!mine) scan_words(ps, pe, UNREACHED, REACHED);
+          if (!mine) scan_words(ps, pe, UNREACHED, to_mark);
         }
-        drain(UNREACHED, REACHED);
+        drain(UNREACHED, to_mark);
       }
       c = ce;
     }
   }
+}
+
+/* ---- dead thread stacks ----
+ * glibc puts a thread's descriptor (struct pthread) at the top of the stack it maps for it and
+ * keeps the mapping cached after the thread exits; the kernel clears the descriptor's tid when
+ * the thread dies (glibc may set it to -1).  The descriptor starts with two words that point to
+ * itself (tcbhead_t's tcb and self), and its tid sits at a fixed offset that is checked against
+ * the calling thread before it is trusted: if the layout is not what we expect, no stack is
+ * treated as dead (more blocks reachable, never a false report). */
+#define TCB_TID_OFFSET 0x2d0   /* glibc 2.3x, x86-64; verified at run time */
+
+/* The descriptor holds live pointers even for a dead thread (its dtv, which glibc reuses with
+ * the stack), and the static TLS right below it may too: those stay roots.  Static TLS has
+ * the same offsets below the descriptor in every thread (TLS variant II), so its extent is
+ * measured on the calling thread: the lowest TLS block of any module that is within 1 MiB
+ * below our own descriptor. */
+static int static_tls_phdr(struct dl_phdr_info *info, size_t size, void *arg) {
+  uintptr_t *lowest = arg, tp = (uintptr_t)pthread_self(), d = (uintptr_t)info->dlpi_tls_data;
+  if (d && d < tp && tp - d < ((uintptr_t)1 << 20) && d < *lowest) *lowest = d;
+  return 0;
+}
+
+/* Bytes below a descriptor that are its thread's static TLS; 0 when the layout is not the one
+ * expected (then no stack is treated as dead). */
+static size_t tcb_static_tls(void) {
+#if defined(__x86_64__)
+  uintptr_t self = (uintptr_t)pthread_self();
+  if (*(const uintptr_t *)self != self || *(const uintptr_t *)(self + 16) != self ||
+      *(const pid_t *)(self + TCB_TID_OFFSET) != (pid_t)mthd_tid())
+    return 0;
+  uintptr_t lowest = self;
+  dl_iterate_phdr(static_tls_phdr, &lowest);
+  return (self - lowest + 63) & ~(size_t)63;
+#else
+  return 0;
+#endif
+}
+
+/* The part of [lo, hi) that is dead if it is the cached stack of a thread that exited: a
+ * descriptor in its top 16 KiB (64-byte aligned, as glibc aligns it) whose tid is gone; its
+ * stack is everything below the descriptor and its static TLS.  0 if not such a stack. */
+static uintptr_t dead_thread_stack(uintptr_t lo, uintptr_t hi, size_t tls) {
+  uintptr_t from = hi - lo > 16384 ? hi - 16384 : lo;
+  for (uintptr_t p = (hi - TCB_TID_OFFSET - 8) & ~(uintptr_t)63; p >= from && p > lo; p -= 64) {
+    unsigned char res;
+    if (mincore((void *)(p & ~(uintptr_t)4095), 4096, &res) != 0 || !(res & 1)) continue;
+    if (*(const uintptr_t *)p == p && *(const uintptr_t *)(p + 16) == p)
+      return *(const pid_t *)(p + TCB_TID_OFFSET) <= 0 && p - tls > lo ? p - tls : 0;
+  }
+  return 0;
 }
 
 typedef struct {
@@ -232,6 +287,11 @@ int mthd_leak_check(void) {
   uintptr_t ds, de;
   mthd_depot_range(&ds, &de);
   if (ds) skip[nskip++] = (range_t){ds, ds + ((size_t)1 << 30)};
+  /* dead memory: scanned after the roots, to count the blocks only it points to */
+  range_t dead[64];
+  int ndead = 0;
+  size_t tls = tcb_static_tls();
+  uintptr_t main_hi = mthd_main_returned ? mthd_main_frame : 0;   /* main's finished frames end here */
   if (maps) {
     maps[maps_len] = 0;
     for (char *line = maps; *line;) {
@@ -248,14 +308,33 @@ int mthd_leak_check(void) {
       const char *bracket = strchr(q, '[');
       bool device = path && !strncmp(path, "/dev/", 5);
       bool special = bracket && (!strncmp(bracket, "[vvar]", 6) || !strncmp(bracket, "[vsyscall]", 10));
-      /* our own stack: only the live part (dead frames below hold stale pointers) */
+      /* our own stack: only the live part (dead frames below hold stale pointers), and not
+       * main's frames once main has returned (exit's frames reuse that memory) */
       uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
-      if (sp >= lo && sp < hi) lo = sp & ~(uintptr_t)7;
-      if (rw && !device && !special && hi > lo) scan_root(lo, hi, path == NULL, skip, nskip);
+      bool own_stack = sp >= lo && sp < hi;
+      if (own_stack) lo = sp & ~(uintptr_t)7;
+      if (own_stack && main_hi > lo && main_hi <= hi) {
+        if (ndead < 64) dead[ndead++] = (range_t){lo, main_hi};
+        lo = main_hi;
+      }
+      if (rw && !device && !special && hi > lo) {
+        uintptr_t dead_end = !own_stack && path == NULL && tls ? dead_thread_stack(lo, hi, tls) : 0;
+        if (dead_end && ndead < 64) {
+          dead[ndead++] = (range_t){lo, dead_end};
+          lo = dead_end;
+        }
+        scan_root(lo, hi, path == NULL, skip, nskip, REACHED);
+      }
       if (!eol) break;
       line = eol + 1;
     }
   }
+
+  /* blocks that only dead memory points to: counted for the report, leaked all the same */
+  size_t stale_blocks = 0;
+  for (int k = 0; k < ndead; k++) scan_root(dead[k].lo, dead[k].hi, true, skip, nskip, STALE);
+  for (size_t i = 0; i < nblk; i++)
+    if (blk[i].mark == STALE) blk[i].mark = UNREACHED, stale_blocks++;
 
   /* what stays unreached is leaked; what only leaked blocks reach is an indirect leak */
   for (size_t i = 0; i < nblk; i++) {
@@ -312,6 +391,9 @@ int mthd_leak_check(void) {
     }
     mthd_printf(&o, "\nSUMMARY: mtheap-debug: %zu bytes leaked in %zu blocks (%zu bytes in %zu blocks only reachable from them)\n",
                 leaked_bytes, leaked_blocks, ind_bytes, ind_blocks);
+    if (stale_blocks)
+      mthd_printf(&o, "  (%zu of these blocks were reachable only through dead memory, which is not a root: stacks of\n"
+                      "  threads that exited, or main's frames after it returned)\n", stale_blocks);
     mthd_flush(&o);
     mthd_sym_end();
   }

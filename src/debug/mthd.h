@@ -65,6 +65,10 @@ MTHD_HIDDEN void mthd_options_init(void);
 
 /* ---- process state (override.c) ---- */
 extern MTHD_HIDDEN _Atomic int mthd_ready;   /* 0 none, 1 initializing, 2 ready */
+
+/* ---- main's frames (start.c) ---- */
+extern MTHD_HIDDEN uintptr_t mthd_main_frame;       /* main's frames lie below this address */
+extern MTHD_HIDDEN volatile int mthd_main_returned; /* ... and are dead once this is set */
 MTHD_HIDDEN void mthd_init_slow(void);
 static inline void mthd_init(void) {
   if (MTHD_UNLIKELY(atomic_load_explicit(&mthd_ready, memory_order_acquire) != 2)) mthd_init_slow();

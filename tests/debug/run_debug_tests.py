@@ -55,6 +55,11 @@ CASES = {
     "leak_every_block": ("full,leaks_exitcode=23", "memory-leak", "leak_ten_records", "leak", 23,
                          [r"SUMMARY: mtheap-debug: 1045 bytes leaked in 10 blocks",
                           r"Direct leak of 1045 bytes in 10 blocks"]),
+    "leak_threads": ("full,leaks_exitcode=23", "memory-leak", "leak_in_worker", "leak", 23,
+                     [r"Direct leak of 45400 bytes in 400 blocks", r"Direct leak of 80 bytes in 1 block",
+                      r"Indirect leak of 2000 bytes in 10 blocks",
+                      r"SUMMARY: mtheap-debug: 45480 bytes leaked in 401 blocks \(2000 bytes in 10 blocks only",
+                      r"\(\d+ of these blocks were reachable only through dead memory"]),
     "uaf_write_at_exit": ("full", "use-after-free", "make_entry", "alloc", ABORT,
                           [r"write to a freed 40-byte block, offset 8", r"checked at exit"]),
     "uaf_write_soon": ("full", "use-after-free", "fill_table", "detect", ABORT,
@@ -161,9 +166,12 @@ def check_case(name, lib, bindir):
     return problems, err
 
 
-def check_clean(lib, bindir):
+CLEAN = ["clean_program", "legal_live_pointers"]
+
+
+def check_clean(lib, bindir, name):
     env = dict(os.environ, LD_PRELOAD=lib, MTHEAP_DEBUG="full")
-    r = run([os.path.join(bindir, "clean_program")], env)
+    r = run([os.path.join(bindir, name)], env)
     problems = []
     if "mtheap-debug:" in r.stderr:
         problems.append("unexpected report")
@@ -239,11 +247,11 @@ def main():
     a = ap.parse_args()
     names = a.cases
     if names == ["all"]:
-        names = sorted(CASES) + ["clean_program", "real_programs"]
+        names = sorted(CASES) + CLEAN + ["real_programs"]
     failed = 0
     for n in names:
-        if n == "clean_program":
-            problems, err = check_clean(a.lib, a.bindir)
+        if n in CLEAN:
+            problems, err = check_clean(a.lib, a.bindir, n)
         elif n == "real_programs":
             problems, err = real_programs(a.lib)
             print(err)
