@@ -28,7 +28,15 @@ static void mth_count_remote_free(mth_heap_t *heap, bool overflow) {
   if (overflow) MTH_RACY_ADD(heap->st_inbox_overflow, 1);
 }
 
+/* Set by libmtheap-debug.so: its report names the pointer's mapping and the caller's stack.
+ * When it returns (its 'continue' option), the call is ignored as below. */
+void (*mth_invalid_hook)(const char *what, const void *p, const char *why);
+
 void mth_invalid_pointer(const char *what, const void *p, const char *why) {
+  if (mth_invalid_hook) {
+    mth_invalid_hook(what, p, why);
+    return;
+  }
   if (mth_opt.abort_on_invalid)
     mth_fatal("%s(%p): %s (set MTHEAP_ABORT_ON_INVALID=0 to ignore such calls)", what, p, why);
   mth_message("warning: %s(%p): %s; ignored", what, p, why);

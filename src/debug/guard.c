@@ -235,6 +235,21 @@ static void report_bad_pointer(void *p, const char *fn, uintptr_t caller) {
   mthd_report_end(&o, caller, fn);
 }
 
+/* The core found a bad pointer (modes without headers: sample=N alone): the same report as in
+ * full mode, with the caller's stack, where the core would print one line. */
+void mthd_core_invalid(const char *what, const void *p, const char *why) {
+  if (!mtheap_owns(p) || mthd_opt.headers) {
+    report_bad_pointer((void *)p, what, 0);
+    return;
+  }
+  mthd_out_t o;
+  mthd_report_begin(&o, "bad-free", p, "(%s() of a pointer that is %s)", what, why);
+  mthd_printf(&o, "  this mode keeps no record of unsampled blocks; MTHEAP_DEBUG=full says which block it is\n"
+                  "  and where it was allocated and freed\n");
+  mthd_describe_address(&o, p);
+  mthd_report_end(&o, 0, what);
+}
+
 static void report_double_free(mthd_hdr_t *h, const char *fn, uintptr_t caller) {
   mthd_out_t o;
   bool realloc_ = !strcmp(fn, "realloc");

@@ -193,6 +193,7 @@ MTHD_HIDDEN void mthd_print_stack(mthd_out_t *o, const uintptr_t *pcs, int n, bo
 MTHD_HIDDEN void mthd_print_stack_id(mthd_out_t *o, uint32_t id);
 MTHD_HIDDEN void mthd_print_block(mthd_out_t *o, const mthd_hdr_t *h);
 MTHD_HIDDEN void mthd_report_begin(mthd_out_t *o, const char *kind, const void *addr, const char *fmt, ...);
+MTHD_HIDDEN void mthd_core_invalid(const char *what, const void *p, const char *why);
 MTHD_HIDDEN void mthd_report_end(mthd_out_t *o, uintptr_t caller, const char *where);
 MTHD_HIDDEN void mthd_describe_address(mthd_out_t *o, const void *addr);
 MTHD_HIDDEN void mthd_sym_begin(void);

@@ -43,6 +43,7 @@ void mthd_init_slow(void) {
   if (atomic_compare_exchange_strong(&mthd_ready, &expect, 1)) {
     /* nothing here may call malloc: we are inside the process's first allocation */
     mthd_options_init();
+    mth_invalid_hook = mthd_core_invalid;
     if (mthd_opt.sample) mthd_sample_init();
     atomic_store_explicit(&mthd_ready, 2, memory_order_release);
     return;

@@ -89,7 +89,9 @@ static _Unwind_Reason_Code uw_cb(struct _Unwind_Context *ctx, void *arg) {
   struct uw_state *u = arg;
   uintptr_t pc = (uintptr_t)_Unwind_GetIP(ctx);
   if (pc == 0) return _URC_END_OF_STACK;
-  if (u->skipping && mthd_pc_is_ours(pc)) return _URC_NO_REASON;
+  /* our frames are not the program's: the top ones (malloc, the report) and, further down,
+   * start.c's wrapper around main */
+  if (mthd_pc_is_ours(pc)) return _URC_NO_REASON;
   u->skipping = false;
   u->pcs[u->n++] = pc;
   return u->n >= u->max ? _URC_END_OF_STACK : _URC_NO_REASON;
@@ -139,7 +141,7 @@ static int unwind_fp(uintptr_t *pcs, int max, uintptr_t caller) {
         continue;
       }
     }
-    pcs[n++] = ret;
+    if (!mthd_pc_is_ours(ret)) pcs[n++] = ret;   /* start.c's wrapper around main */
     if (next <= fp) break;
     fp = next;
   }

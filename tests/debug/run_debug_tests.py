@@ -89,6 +89,9 @@ CASES = {
     "sample_use_after_free_mprotect": ("sample=1,sample_mprotect", "use-after-free", "make_session", "alloc", SEGV,
                                        [r"\(32 bytes into a freed 36-byte block\) \[sampled guard page\]"],
                                        ("free", "close_session"), [], "use_after_free"),
+    # without headers (sample=N alone) the core finds the bad pointer: same report, with the stack
+    "sample_invalid_free_stack": ("sample=1", "bad-free", "free_local_name", "detect", ABORT,
+                                  [r"on the stack of the calling thread"], None, [], "invalid_free_stack"),
     "new_array_delete": ("full", "alloc-dealloc-mismatch", "make_ids", "alloc", ABORT,
                          [r"\(operator new\[\] vs operator delete\)"]),
     "new_free": ("full", "alloc-dealloc-mismatch", "make_widget", "alloc", ABORT,
