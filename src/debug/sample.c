@@ -38,6 +38,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 #include <unistd.h>
+#include <unwind.h>
 
 enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_FREED = 2 };
 
@@ -259,6 +260,36 @@ static bool readable(uintptr_t a) {
   return mincore((void *)(a & ~(uintptr_t)4095), 1, &v) == 0;
 }
 
+/* The faulting thread's stack by its unwind tables (CFI), through the signal frame: libc's
+ * string and stdio functions have no frame pointers, so a frame-pointer walk from a fault in
+ * memcpy under sprintf stops inside libc.  The walk starts in this handler; frames before the
+ * faulting pc are dropped. */
+struct cfi_walk {
+  uintptr_t *pcs, fault;
+  int n, max;
+  bool found;
+};
+
+static _Unwind_Reason_Code cfi_cb(struct _Unwind_Context *ctx, void *arg) {
+  struct cfi_walk *w = arg;
+  int before = 0;
+  uintptr_t ip = (uintptr_t)_Unwind_GetIPInfo(ctx, &before);
+  if (ip == 0) return _URC_END_OF_STACK;
+  if (!w->found) {
+    if (ip != w->fault) return _URC_NO_REASON;
+    w->found = true;
+  }
+  if (mthd_pc_is_ours(ip)) return _URC_NO_REASON;
+  w->pcs[w->n++] = ip;
+  return w->n >= w->max ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+static int cfi_stack(uintptr_t fault, uintptr_t *pcs, int max) {
+  struct cfi_walk w = {pcs, fault, 0, max, false};
+  _Unwind_Backtrace(cfi_cb, &w);
+  return w.found ? w.n : 0;
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *ucv) {
   uintptr_t a = (uintptr_t)si->si_addr;
   if (!mthd_in_pool((void *)a) || !slots) {
@@ -317,6 +348,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
     if (!(n == 2 && ret == pcs[1])) pcs[n++] = ret;
     if (next <= fp) break;
     fp = next;
+  }
+  uintptr_t cfi[MTHD_MAX_DEPTH];
+  int ncfi = cfi_stack(pc, cfi, mthd_opt.depth);
+  if (ncfi > n) {
+    memcpy(pcs, cfi, (size_t)ncfi * sizeof cfi[0]);
+    n = ncfi;
   }
   mthd_print_stack(&o, pcs, n, true);
   if (s) print_slot(&o, s, true);

@@ -89,6 +89,10 @@ CASES = {
     "sample_use_after_free_mprotect": ("sample=1,sample_mprotect", "use-after-free", "make_session", "alloc", SEGV,
                                        [r"\(32 bytes into a freed 36-byte block\) \[sampled guard page\]"],
                                        ("free", "close_session"), [], "use_after_free"),
+    # the fault is in libc (memmove under sprintf): the stack must reach the caller through it
+    "sprintf_overflow": ("sample=1", "heap-buffer-overflow", "format_id", "detect", SEGV,
+                         [r"\(5 bytes past a 12-byte block\) \[sampled guard page\]", r"WRITE of memory at",
+                          r"in sprintf"]),
     # without headers (sample=N alone) the core finds the bad pointer: same report, with the stack
     "sample_invalid_free_stack": ("sample=1", "bad-free", "free_local_name", "detect", ABORT,
                                   [r"on the stack of the calling thread"], None, [], "invalid_free_stack"),
