@@ -116,7 +116,7 @@ void mthd_options_init(void) {
   o->error_exitcode = 0;
 
   bool guards = false, patterns = false, quarantine = false, audit = false, leaks = false;
-  bool named = false;
+  bool named = false, guardpage = false, slots_set = false, max_set = false;
   char buf[4096];
   const char *env = read_env(buf, sizeof buf);
   char *s = env ? buf : NULL;
@@ -158,6 +158,11 @@ void mthd_options_init(void) {
       if (off) o->sample = 0;
       else if (!val || !parse_size(val, &z) || z == 0 || z > (size_t)1 << 40) opt_warn("sample", "needs a count N >= 1 (one allocation in N)");
       else o->sample = (long)z;
+    } else if (!strcmp(item, "guardpage")) {
+      /* the guard-page mode for test suites: every block against a guard page while slots last */
+      guardpage = on;
+      named = true;
+      if (val) opt_warn("guardpage", "takes no value (sample_slots=N and sample_max=SIZE size it)");
     } else if (!strcmp(item, "continue")) {
       o->cont = on;
     } else if (!strcmp(item, "verbose")) {
@@ -176,8 +181,10 @@ void mthd_options_init(void) {
       o->lines = val ? b && on : on;
     } else if (!strcmp(item, "sample_slots") && val && parse_size(val, &z) && z >= 1 && z <= 65536) {
       o->sample_slots = z;
+      slots_set = true;
     } else if (!strcmp(item, "sample_max") && val && parse_size(val, &z) && z >= 1 && z <= ((size_t)1 << 30)) {
       o->sample_max = z;
+      max_set = true;
     } else if (!strcmp(item, "sample_align") && val && parse_size(val, &z) && z >= 1 && z <= 16 && !(z & (z - 1))) {
       o->sample_align = z;
     } else if (!strcmp(item, "sample_mprotect")) {
@@ -194,6 +201,11 @@ void mthd_options_init(void) {
 #undef FEATURE
   }
   if (!named) guards = patterns = quarantine = audit = leaks = true;
+  if (guardpage) {
+    o->sample = 1;
+    if (!slots_set) o->sample_slots = MTHD_GUARDPAGE_SLOTS;
+    if (!max_set) o->sample_max = MTHD_GUARDPAGE_MAX;
+  }
   o->guards = guards;
   o->patterns = patterns;
   o->quarantine = quarantine;

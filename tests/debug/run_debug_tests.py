@@ -7,7 +7,7 @@ A corpus case passes when stderr holds a report of the expected kind (first line
 "==PID== mtheap-debug: KIND on address ..."), the expected function appears in the expected stack
 section (allocation site, free site, or the detecting call), the extra patterns match, and the
 process ends as expected (SIGABRT, SIGSEGV or an exit code).  'real_programs' runs python3, git,
-gcc, sort and perl without the library, under full, full,-leaks and sample=3, and requires the
+gcc, sort and perl without the library, under full, full,-leaks, sample=3 and guardpage, and requires the
 same output and exit status and no error report (leak reports only where the program leaks).
 """
 import argparse
@@ -93,6 +93,8 @@ CASES = {
     "sprintf_overflow": ("sample=1", "heap-buffer-overflow", "format_id", "detect", SEGV,
                          [r"\(5 bytes past a 12-byte block\) \[sampled guard page\]", r"WRITE of memory at",
                           r"in sprintf"]),
+    "guardpage_many": ("guardpage", "heap-buffer-overflow", "corrupt_record", "detect", SEGV,
+                       [r"\(1 byte past a 32-byte block\) \[sampled guard page\]", r"WRITE of memory at"]),
     # without headers (sample=N alone) the core finds the bad pointer: same report, with the stack
     "sample_invalid_free_stack": ("sample=1", "bad-free", "free_local_name", "detect", ABORT,
                                   [r"on the stack of the calling thread"], None, [], "invalid_free_stack"),
@@ -214,7 +216,7 @@ def real_programs(lib):
     ]
     for name, cmd, leak_clean in progs:
         outs = {}
-        for mode in ("plain", "full", "full,-leaks", "sample=3"):
+        for mode in ("plain", "full", "full,-leaks", "sample=3", "guardpage"):
             c = cmd.replace("%s", mode.replace(",", "_").replace("-", "")) if name == "gcc" else cmd
             d = os.path.join(tmp, mode.replace(",", "_").replace("=", ""))
             os.makedirs(d, exist_ok=True)
@@ -235,7 +237,7 @@ def real_programs(lib):
                 problems.append("%s under %s: error report(s):\n%s" % (name, mode, r.stderr[:3000]))
             if leaks and (leak_clean or mode != "full"):
                 problems.append("%s under %s: leak report:\n%s" % (name, mode, r.stderr[:3000]))
-        for mode in ("full", "full,-leaks", "sample=3"):
+        for mode in ("full", "full,-leaks", "sample=3", "guardpage"):
             if outs[mode] != outs["plain"]:
                 problems.append("%s: output/exit differs under %s: %r vs %r" % (name, mode, outs[mode], outs["plain"]))
     shutil.rmtree(tmp, ignore_errors=True)
