@@ -8,7 +8,7 @@
  *   - a word we cannot parse is reported once on stderr and ignored, never silently.
  *
  * Syntax (docs/DEBUG.md has the table): a comma-separated list of items.
- *   features   full guards patterns quarantine[=SIZE] audit leaks sample=N   ("-x"/"no-x" removes)
+ *   features   full guards patterns quarantine[=SIZE] audit leaks sample=N guardpage   ("-x"/"no-x" removes)
  *   modifiers  continue qblocks=N qmax=SIZE fill=SIZE depth=N unwind=cfi|fp lines=0|1
  *              sample_slots=N sample_max=SIZE sample_align=N sample_mprotect leaks_exitcode=N
  *              leaks_max=N exitcode=N
