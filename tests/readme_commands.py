@@ -24,6 +24,8 @@ import sys
 SKIP = {
     "make bench": "the whole benchmark run (minutes); CI runs `make test` itself",
     "make test": "this test is part of it",
+    "make fuzz FUZZ_SECONDS=1200": "20 minutes of libFuzzer; make test runs the fuzzer's short form",
+    "make soak SOAK_SECONDS=1800": "30 minutes of soak; make test runs a 30-second one (soak_short)",
     "LD_PRELOAD=/usr/local/lib/libmtheap.so ./server": "placeholder program; the preload is "
         "tested by tests/real_programs.py",
     "cc app.c $(pkg-config --cflags --libs mtheap)": "needs an installed prefix: "
