@@ -3,7 +3,8 @@
  * faulting instruction; a freed slot is made inaccessible too, so a use after free faults.
  * The SIGSEGV handler recognizes faults inside the pool and reports them.
  *
- * Pool layout (one reservation, every page inaccessible until its slot is opened):
+ * Pool layout (one reservation; every page of a slot guarded from before its first use, see
+ * arm_through, until its block is placed):
  *   [guard][slot 0: slot_pages data][guard][slot 1 ...][guard] ... [slot n-1][guard]
  * A block is placed as close to its slot's end as its alignment allows: the natural alignment
  * min(16, lowest set bit of size), raised to sample_align and to a requested alignment.  sample_align defaults to 16,
@@ -83,6 +84,20 @@ static uintptr_t left_redzone(uintptr_t first, uintptr_t user) {
 
 static uintptr_t slot_end(size_t i) { return mthd_pool_start + page + i * unit + slot_pages * page; }
 
+/* Slots [0, armed) have all their pages guarded (markers only; under mthd_pool_lock).  Slot i is
+ * armed before it is used: the batch doubles, from 64 slots. */
+static size_t armed;
+static bool arm_through(size_t i) {
+  if (!use_markers || i < armed) return true;
+  size_t upto = armed + (armed < 64 ? 64 : armed);
+  if (upto <= i) upto = i + 1;
+  if (upto > nslots) upto = nslots;
+  uintptr_t from = mthd_pool_start + page + armed * unit;
+  if (madvise((void *)from, (upto - armed) * unit, MADV_GUARD_INSTALL) != 0) return false;
+  armed = upto;
+  return true;
+}
+
 void mthd_sample_init(void) {
   page = (size_t)sysconf(_SC_PAGESIZE);
   slot_pages = (mthd_opt.sample_max + page - 1) / page;
@@ -92,8 +107,12 @@ void mthd_sample_init(void) {
   size_t total = page + nslots * unit;
   void *pool = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (pool != MAP_FAILED) {
-    /* every page a guard to start with; a kernel without markers gets PROT_NONE instead */
-    use_markers = !mthd_opt.sample_mprotect && madvise(pool, total, MADV_GUARD_INSTALL) == 0;
+    /* every page a guard before its slot is first used; with markers the slots are armed in
+     * growing batches as the free queue (in index order at first) reaches them, since guarding
+     * all of a 65536-slot pool up front filled 9 MiB of page tables and cost every process
+     * (git runs a dozen) a tenth of a second; a kernel without markers gets PROT_NONE at once
+     * (one protection change, no page tables) */
+    use_markers = !mthd_opt.sample_mprotect && madvise(pool, page, MADV_GUARD_INSTALL) == 0;
     if (!use_markers && mprotect(pool, total, PROT_NONE) != 0) {
       munmap(pool, total);
       pool = MAP_FAILED;
@@ -131,6 +150,10 @@ void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintpt
     return NULL;
   }
   size_t i = freeq[qhead];
+  if (!arm_through(i)) {
+    mthd_unlock(&mthd_pool_lock);
+    return NULL;
+  }
   qhead = (qhead + 1) % nslots;
   qcount--;
   mthd_unlock(&mthd_pool_lock);

@@ -2,9 +2,14 @@
 """Measure the debug mode's cost: wall time and peak RSS of workloads under glibc, libmtheap,
 and libmtheap-debug with several MTHEAP_DEBUG settings; runs interleaved, medians reported.
 
-    measure.py --build BUILD_DIR [--reps 5]
+    measure.py --build BUILD_DIR [--reps 5] [--before OLD_DEBUG_SO] [--only MODE,...]
+               [--workloads NAME-PREFIX,...]
+--before adds `before: debug full`, the full mode of another build's libmtheap-debug.so (to show
+that a change did not slow the default mode down); --only keeps the named modes (libmtheap is
+always kept: the ratios are to it); --workloads keeps workloads whose names start with one of
+the prefixes (malloc_loop, python3, sort, perl, gcc, git).
 No assertions: the numbers go into docs/DEBUG.md."""
-import argparse, os, re, statistics, subprocess, sys, time
+import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
 def one(cmd, env):
     # ru_maxrss survives exec, so a child forked from this (large) Python would report our RSS:
@@ -23,6 +28,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--before", help="an older libmtheap-debug.so: its full mode is measured too")
+    ap.add_argument("--only", help="comma-separated mode names to keep")
+    ap.add_argument("--workloads", help="comma-separated workload name prefixes to keep")
     a = ap.parse_args()
     b = os.path.abspath(a.build)
     here = os.path.dirname(os.path.abspath(__file__))
@@ -33,13 +41,40 @@ def main():
         ("malloc_loop 2 threads", [loop, "1000000", "2"]),
         ("python3 pybench.py", [py, os.path.join(here, "pybench.py")]),
     ]
+    # real programs (the guard-page mode's cost on them), inputs in a scratch directory
+    tmp = tempfile.mkdtemp(prefix="mthd-measure-")
+    lines = os.path.join(tmp, "lines.txt")
+    with open(lines, "w") as f:
+        x = 12345
+        for i in range(200000):
+            x = (x * 1103515245 + 12345) % (1 << 31)
+            f.write("%d line %d\n" % (x, i))
+    hello = os.path.join(tmp, "hello.c")
+    with open(hello, "w") as f:
+        f.write('#include <stdio.h>\nint main(void) { puts("hello"); return 0; }\n')
+    workloads += [
+        ("sort 200k lines", ["sort", "-o", os.path.join(tmp, "sorted.txt"), lines]),
+        ("perl hash 200k", ["perl", "-e", "my %h; $h{$_} = $_ * 2 for 1..200000; my $s = 0; "
+                            "$s += $_ for values %h; exit($s ? 0 : 1)"]),
+        ("gcc -O2 hello.c", ["gcc", "-O2", "-o", os.path.join(tmp, "hello"), hello]),
+        ("git init+commit", ["sh", "-c", "cd %s && rm -rf r && git init -q r && cd r && echo a > f && "
+                             "git add f && git -c user.name=t -c user.email=t@t commit -qm one" % tmp]),
+    ]
+    if a.workloads:
+        keep = a.workloads.split(",")
+        workloads = [w for w in workloads if any(w[0].startswith(k) for k in keep)]
     plain = os.path.join(b, "src/libmtheap.so")
     debug = os.path.join(b, "src/debug/libmtheap-debug.so")
     modes = [("glibc", None, None), ("libmtheap", plain, None),
              ("debug sample=10000", debug, "sample=10000"), ("debug sample=1000", debug, "sample=1000"),
              ("debug sample=100", debug, "sample=100"),
              ("debug full", debug, "full"), ("debug full,unwind=fp", debug, "full,unwind=fp"),
-             ("debug guards,patterns", debug, "guards,patterns")]
+             ("debug guards,patterns", debug, "guards,patterns"), ("debug guardpage", debug, "guardpage")]
+    if a.before:
+        modes.append(("before: debug full", os.path.abspath(a.before), "full"))
+    if a.only:
+        keep = set(a.only.split(",")) | {"libmtheap"}
+        modes = [m for m in modes if m[0] in keep]
     print("| workload | allocator | time s (median of %d) | vs libmtheap | peak RSS MiB |" % a.reps)
     print("|---|---|---|---|---|")
     for wname, cmd in workloads:
@@ -60,6 +95,7 @@ def main():
             m = statistics.median(r for _, r in res[name])
             print("| %s | %s | %.3f | %.2fx | %.1f |" % (wname, name, t, t / base, m))
         sys.stdout.flush()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 if __name__ == "__main__":
     main()
