@@ -205,9 +205,10 @@ static size_t tcb_static_tls(void) {
  * stack is everything below the descriptor and its static TLS.  0 if not such a stack. */
 static uintptr_t dead_thread_stack(uintptr_t lo, uintptr_t hi, size_t tls) {
   uintptr_t from = hi - lo > 16384 ? hi - 16384 : lo;
+  unsigned char res[4];   /* residency of the top 16 KiB, one mincore call per mapping */
+  if (mincore((void *)from, hi - from, res) != 0) return 0;
   for (uintptr_t p = (hi - TCB_TID_OFFSET - 8) & ~(uintptr_t)63; p >= from && p > lo; p -= 64) {
-    unsigned char res;
-    if (mincore((void *)(p & ~(uintptr_t)4095), 4096, &res) != 0 || !(res & 1)) continue;
+    if (!(res[(p - from) >> 12] & 1)) continue;
     if (*(const uintptr_t *)p == p && *(const uintptr_t *)(p + 16) == p)
       return *(const pid_t *)(p + TCB_TID_OFFSET) <= 0 && p - tls > lo ? p - tls : 0;
   }

@@ -12,7 +12,7 @@
  *   - every quarantined block has state QUARANTINED and, with patterns on, all its user bytes
  *     hold MTHD_PAT_FREE unless someone wrote to freed memory;
  *   - q_sweep is NULL or a block in the FIFO (eviction resets it when it takes that block), and
- *     q_credit never exceeds the largest block the quarantine takes, plus one malloc's worth.
+ *     q_credit never exceeds the largest block the quarantine takes, plus one tick's worth.
  */
 #include "mthd.h"
 
@@ -25,6 +25,7 @@ static size_t q_credit;       /* bytes the sweep may scan: MTHD_Q_SWEEP_BYTES pe
 /* Bytes of quarantined memory checked per malloc, on average: 16 MiB of quarantine is swept
  * every 64K mallocs at the cost of scanning 256 bytes (a few ns) each. */
 #define MTHD_Q_SWEEP_BYTES 256
+#define MTHD_Q_SWEEP_EVERY 16
 
 /* Verify a block's free pattern (and its redzones); report a use-after-free write. */
 int mthd_pattern_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
@@ -93,11 +94,15 @@ void mthd_quarantine_put(mthd_hdr_t *h) {
  * malloc has earned.  Skipped when another thread holds the lock (that thread is sweeping or
  * putting; the credit waits for the next malloc). */
 void mthd_quarantine_tick(uintptr_t caller) {
+  /* the lock is taken every MTHD_Q_SWEEP_EVERY mallocs of a thread, with their credit */
+  static __thread unsigned skip __attribute__((tls_model("initial-exec")));
+  if (++skip < MTHD_Q_SWEEP_EVERY) return;
   if (!mthd_opt.patterns || !__atomic_load_n(&q_head, __ATOMIC_RELAXED)) return;
   if (atomic_exchange_explicit(&mthd_quarantine_lock.v, 1, memory_order_acquire)) return;
-  q_credit += MTHD_Q_SWEEP_BYTES;
-  if (q_credit > mthd_opt.quarantine_max_block + MTHD_Q_SWEEP_BYTES)
-    q_credit = mthd_opt.quarantine_max_block + MTHD_Q_SWEEP_BYTES;
+  skip = 0;
+  q_credit += MTHD_Q_SWEEP_BYTES * MTHD_Q_SWEEP_EVERY;
+  if (q_credit > mthd_opt.quarantine_max_block + MTHD_Q_SWEEP_BYTES * MTHD_Q_SWEEP_EVERY)
+    q_credit = mthd_opt.quarantine_max_block + MTHD_Q_SWEEP_BYTES * MTHD_Q_SWEEP_EVERY;
   for (int blocks = 0; blocks < 64; blocks++) {
     mthd_hdr_t *h = q_sweep ? q_sweep : q_head;
     if (!h || h->size > q_credit) break;
