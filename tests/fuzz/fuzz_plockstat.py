@@ -73,6 +73,22 @@ def check_cli(plockstat, program, rng, cases, bad):
             bad.append("cli %r: exit 0 and no report:\n%s" % (argv, p.stdout[-500:]))
 
 
+# What the fuzzer found (issue 15), kept as fixed cases: each must end with exit 2 and one
+# plockstat: line naming the value (before: a traceback for inf/nan, the others accepted).
+KNOWN_BAD = [["-e", "inf"], ["-e", "nan"], ["-n", "-3"], ["-e", "0"], ["-p", "0"],
+             ["-x", "holdsample=-4"], ["-x", "bufsize=0"]]
+
+
+def check_known(plockstat, program, bad):
+    for argv in KNOWN_BAD:
+        cmd = [sys.executable, plockstat] + argv + ([] if "-p" in argv else [program])
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, errors="replace")
+        err = [l for l in p.stderr.splitlines() if l.strip()]
+        if p.returncode != 2 or len(err) != 1 or not err[0].startswith("plockstat: ") or argv[1] not in err[0]:
+            bad.append("known bad %r: exit %d, stderr %r (want exit 2 and one plockstat: line naming "
+                       "the value)" % (argv, p.returncode, p.stderr[-500:]))
+
+
 def record(program, plockstat_dir):
     """One real run's data files (hold and contention events, stacks)."""
     d = tempfile.mkdtemp(prefix="fuzzps.")
@@ -179,6 +195,7 @@ def main():
     rng = random.Random(a.seed)
     pdir = os.path.dirname(os.path.abspath(a.plockstat))
     bad = []
+    check_known(a.plockstat, a.program, bad)
     check_cli(a.plockstat, a.program, rng, a.cases, bad)
     d, files = record(a.program, pdir)
     check_files(pdir, files, rng, a.cases * 5, bad)
