@@ -56,6 +56,10 @@ typedef struct {
 MTHD_HIDDEN uintptr_t mthd_pool_start, mthd_pool_end;
 MTHD_HIDDEN mthd_lock_t mthd_pool_lock;
 static slot_t *slots;
+/* The block that held each slot before its current one (state SLOT_FREED; size 0: none), so a
+ * fault into a reused slot that lies in the old block, not the new, is told as what it most
+ * likely is: a use after free of the old block. */
+static slot_t *prevs;
 static uint32_t *freeq;   /* ring of free slot indices */
 static size_t nslots, qhead, qcount;
 static size_t page, slot_pages, unit;   /* unit = (slot_pages + 1) pages */
@@ -118,11 +122,12 @@ void mthd_sample_init(void) {
       pool = MAP_FAILED;
     }
   }
-  size_t meta = nslots * sizeof(slot_t) + nslots * sizeof(uint32_t);
+  size_t meta = 2 * nslots * sizeof(slot_t) + nslots * sizeof(uint32_t);
   void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (pool == MAP_FAILED || m == MAP_FAILED) return;
   slots = m;
-  freeq = (uint32_t *)(slots + nslots);
+  prevs = slots + nslots;
+  freeq = (uint32_t *)(prevs + nslots);
   for (size_t i = 0; i < nslots; i++) freeq[i] = (uint32_t)i;
   qhead = 0;
   qcount = nslots;
@@ -170,6 +175,7 @@ void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintpt
   uintptr_t lo = left_redzone(first, user);
   memset((void *)lo, MTHD_PAT_REDZONE, end - lo);
   memset((void *)user, zero ? 0 : MTHD_PAT_ALLOC, size);
+  if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_FREED) memcpy(&prevs[i], s, sizeof *s);
   s->family = (uint8_t)family;
   s->flags = 0;
   s->user = user;
@@ -194,9 +200,10 @@ static size_t slot_index(uintptr_t a, bool *in_guard) {
 }
 
 static void print_slot(mthd_out_t *o, slot_t *s, bool signal_safe) {
+  size_t idx = (size_t)(s >= prevs && s < prevs + nslots ? s - prevs : s - slots);
   mthd_printf(o, "  block %p..%p (%zu bytes, %s, sampled: guard page at %p) allocated by thread %u at:\n", (void *)s->user,
               (void *)(s->user + s->size), s->size, mthd_family_alloc_name(s->family, s->flags),
-              (void *)slot_end((size_t)((s - slots))), s->alloc_tid);
+              (void *)slot_end(idx), s->alloc_tid);
   mthd_print_stack(o, s->alloc_pcs, s->nalloc, signal_safe);
   if (atomic_load(&s->state) == SLOT_FREED) {
     mthd_printf(o, "  freed by thread %u at:\n", s->free_tid);
@@ -337,6 +344,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
   } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_FREED) {
     s = &slots[i];
     kind = "use-after-free";
+  } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_LIVE && a < slots[i].user &&
+             prevs[i].size && a >= prevs[i].user && a < prevs[i].user + prevs[i].size) {
+    /* inside the slot's previous block, before the current one: that block was freed and its
+     * slot given to a smaller block; an underflow of the new block is the other reading */
+    s = &prevs[i];
+    kind = "use-after-free";
   } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_LIVE && a < slots[i].user) {
     s = &slots[i];
     kind = "heap-buffer-underflow";
@@ -349,6 +362,9 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
     bool over = kind[12] == 'o';  /* heap-buffer-overflow, not -underflow */
     mthd_printf(&o, "(%zu byte%s %s a %zu-byte block) [sampled guard page]\n", dist, dist == 1 ? "" : "s",
                 over ? "past" : "before", s->size);
+  } else if (s && i < nslots && s == &prevs[i]) {
+    mthd_printf(&o, "(%zu bytes into a freed %zu-byte block, whose slot now holds another) [sampled guard page]\n",
+                (size_t)(a - s->user), s->size);
   } else if (s) {
     mthd_printf(&o, "(%zu bytes into a freed %zu-byte block) [sampled guard page]\n", (size_t)(a - s->user), s->size);
   } else {
@@ -380,6 +396,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
   }
   mthd_print_stack(&o, pcs, n, true);
   if (s) print_slot(&o, s, true);
+  if (s && i < nslots && s == &prevs[i]) {
+    mthd_printf(&o, "  the slot now holds a %zu-byte block at %p (%zu bytes after the address: read as an underflow "
+                    "of it, this would be a heap-buffer-underflow):\n", slots[i].size, (void *)slots[i].user,
+                (size_t)(slots[i].user - a));
+    print_slot(&o, &slots[i], true);
+  }
   atomic_fetch_add(&mthd_errors, 1);
   if (mthd_opt.cont) {
     mthd_printf(&o, "==%d== mtheap-debug: continuing ('continue' is set): the page is made accessible\n", (int)getpid());

@@ -93,6 +93,10 @@ CASES = {
     "sprintf_overflow": ("sample=1", "heap-buffer-overflow", "format_id", "detect", SEGV,
                          [r"\(5 bytes past a 12-byte block\) \[sampled guard page\]", r"WRITE of memory at",
                           r"in sprintf"]),
+    # a freed block's slot reused by a smaller block: the read of the old one is named as such
+    "sample_reused_slot": ("sample=1,sample_slots=1", "use-after-free", "make_message", "alloc", SEGV,
+                           [r"into a freed 6000-byte block, whose slot now holds another", r"READ of memory at",
+                            r"the slot now holds a 100-byte block"], ("free", "drop_message")),
     "guardpage_many": ("guardpage", "heap-buffer-overflow", "corrupt_record", "detect", SEGV,
                        [r"\(1 byte past a 32-byte block\) \[sampled guard page\]", r"WRITE of memory at"]),
     # without headers (sample=N alone) the core finds the bad pointer: same report, with the stack
