@@ -213,6 +213,14 @@ static void mth_page_unfull(mth_heap_t *heap, mth_page_t *page) {
   mth_queue_remove(&heap->full, page);
   mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
   mth_queue_t *q = &heap->bins[page->bin];
+  if (page->block_size > MTH_RETAIN_MAX) {
+    /* the block just freed is in cache: the class's next malloc takes it (LIFO across pages,
+     * as a per-thread free list would).  Big blocks only: the direct table update is a few
+     * stores, small against a block's own cache misses */
+    mth_queue_push_front(q, page);
+    mth_direct_update(heap, page->bin);
+    return;
+  }
   bool was_empty = q->first == NULL;
   mth_queue_push_back(q, page);
   if (was_empty) mth_direct_update(heap, page->bin);

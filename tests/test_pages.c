@@ -20,7 +20,10 @@
  *            one block on the fast path, still takes those frees in (every MTH_HEARTBEAT
  *            mallocs from a page one runs the tick): a third thread's statistics, which
  *            count a remote free once its owner has reclaimed it, see them before the end
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat */
+ *   lifo     a freed block of a big class (above 8 KiB) whose page was full is the class's next
+ *            malloc, though another page of the class has free blocks: the block just freed
+ *            is the one in cache (its page goes to the front of the class's queue)
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo */
 #include "testutil.h"
 #include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES */
 
@@ -220,6 +223,30 @@ static void case_heartbeat(void) {
           after, HB_BLOCKS, 2 * MTH_HEARTBEAT + 10);
 }
 
+static void case_lifo(void) {
+  enum { N = 42 };            /* spans of four 16 KiB blocks: ten full ones and one half full */
+  const size_t size = 16384;
+  void *p[N];
+  for (int i = 0; i < N; i++) {
+    p[i] = T_MALLOC(size);
+    TCHECK(p[i] != NULL);
+    th_fill_seed(p[i], size, 500 + (uint64_t)i);
+  }
+  for (int round = 0; round < 8; round++) {
+    int k = 4 + round * 4;      /* a block of a different full span each round */
+    void *freed = p[k];
+    T_FREE(freed);
+    p[k] = T_MALLOC(size);
+    TCHECKF(p[k] == freed, "round %d: the block just freed (%p, its span was full) was not the next "
+            "malloc of its class (got %p)", round, freed, p[k]);
+    th_fill_seed(p[k], size, 500 + (uint64_t)k);
+  }
+  for (int i = 0; i < N; i++) {
+    th_verify_seed(p[i], size, size, 500 + (uint64_t)i);
+    T_FREE(p[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -230,7 +257,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "collect")) case_collect();
   else if (!strcmp(c, "aligned")) case_aligned();
   else if (!strcmp(c, "heartbeat")) case_heartbeat();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat", argv[0]);
+  else if (!strcmp(c, "lifo")) case_lifo();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo", argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
 }
