@@ -48,6 +48,8 @@ SKIP = {
         "tests run real ones",
     "MTHEAP_DEBUG=full,continue LD_PRELOAD=... ./app": "placeholder program",
     "MTHEAP_DEBUG=sample=1000 LD_PRELOAD=... ./server": "placeholder program",
+    "MTHEAP_DEBUG=guardpage LD_PRELOAD=... ./test_suite": "placeholder program; the corpus case "
+        "guardpage_many and debug_real_programs run it",
 }
 
 PATH_PREFIXES = ("bench/", "build/", "tests/", "src/", "docs/", "scripts/", "include/", "cmake/")
