@@ -344,8 +344,8 @@ MTH_HIDDEN void mth_span_free(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t size);
 /* A large block's usable size: the request rounded up to an OS page, not the span's 64 KiB
  * slices.  realloc copies the usable bytes (the program may have written them all), so
- * slack there would be copied by every move of a growing block (realloc's growth chains:
- * 2073 MiB copied where 1642 MiB were the program's). */
+ * slack there would be copied by every move of a growing block (with the room of
+ * mth_page_alloc_growing, see page.c for the measurement). */
 MTH_INLINE size_t mth_large_usable(size_t size) { return (size + 4095) & ~(size_t)4095; }
 MTH_HIDDEN void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force);
 MTH_HIDDEN void mth_segment_release_empty(mth_heap_t *heap);

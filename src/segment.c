@@ -113,8 +113,9 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
  * fresh memory (mstress: as much memory dirty and free as in use).
  *
  * A block that is growing (realloc moved it to a bigger size) asks for room: free slices behind
- * it, not claimed, so that its next growth is in place.  It goes to the start of a free run that
- * long (the most dirty, then the shortest such run); best fit keeps such runs for it.
+ * it, claimed with it (mth_span_alloc), so that its next growth is in place.  It goes to the
+ * start of a free run that long, its own slices over resident ones and the room over untouched
+ * ones where it can, then the shortest such run.
  *
  * The search stops at a perfect window (all dirty, exactly filling its run) and otherwise looks
  * at MTH_FIT_SEGMENTS segments past the first that had room, so a heap of many segments does

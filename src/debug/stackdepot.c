@@ -82,7 +82,6 @@ void mthd_depot_range(uintptr_t *start, uintptr_t *end) {
 struct uw_state {
   uintptr_t *pcs;
   int n, max;
-  bool skipping;
 };
 
 static _Unwind_Reason_Code uw_cb(struct _Unwind_Context *ctx, void *arg) {
@@ -92,7 +91,6 @@ static _Unwind_Reason_Code uw_cb(struct _Unwind_Context *ctx, void *arg) {
   /* our frames are not the program's: the top ones (malloc, the report) and, further down,
    * start.c's wrapper around main */
   if (mthd_pc_is_ours(pc)) return _URC_NO_REASON;
-  u->skipping = false;
   u->pcs[u->n++] = pc;
   return u->n >= u->max ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
@@ -151,7 +149,7 @@ static int unwind_fp(uintptr_t *pcs, int max, uintptr_t caller) {
 int mthd_unwind(uintptr_t *pcs, int max, uintptr_t caller) {
   if (max > MTHD_MAX_DEPTH) max = MTHD_MAX_DEPTH;
   if (mthd_opt.unwind_fp) return unwind_fp(pcs, max, caller);
-  struct uw_state u = {pcs, 0, max, true};
+  struct uw_state u = {pcs, 0, max};
   mthd_tls.busy++;
   _Unwind_Backtrace(uw_cb, &u);
   mthd_tls.busy--;
