@@ -2,6 +2,7 @@
  * promise the statistics must be able to prove. */
 #include "internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -51,11 +52,35 @@ void mth_os_purge(void *p, size_t size) {
   madvise(p, size, MADV_DONTNEED);
 }
 
-/* Move the pages of [old, old+old_size) to new_addr (inside our reservation) without copying. */
-bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, size_t new_size) {
+static bool mth_mremap_fixed(void *old, size_t old_size, void *new_addr, size_t new_size) {
   atomic_fetch_add_explicit(&mth_gstats.mremap_calls, 1, memory_order_relaxed);
-  void *r = mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, new_addr);
-  if (r == MAP_FAILED) return false;
+  return mremap(old, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, new_addr) != MAP_FAILED;
+}
+
+/* Move the pages of [old, old+old_size) to new_addr (inside our reservation) without copying.
+ * mremap moves one mapping only (EFAULT when the range spans several), and every earlier move
+ * leaves mapping boundaries behind: at the block it moved and at the hole it mapped again.
+ * Those boundaries are on 4 MiB slots, so a range the kernel refuses whole is moved slot by
+ * slot; if a piece fails, the pieces already moved go back and the caller copies. */
+bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, size_t new_size) {
+  if (mth_mremap_fixed(old, old_size, new_addr, new_size)) {
+    mth_no_thp(new_addr, new_size);
+    return true;
+  }
+  if (errno != EFAULT || (old_size & MTH_SEG_MASK)) return false;
+  uint8_t *from = old, *to = new_addr;
+  size_t done = 0;
+  while (done < old_size && mth_mremap_fixed(from + done, MTH_SEG_SIZE, to + done, MTH_SEG_SIZE))
+    done += MTH_SEG_SIZE;
+  if (done < old_size) {
+    while (done > 0) {
+      done -= MTH_SEG_SIZE;
+      if (!mth_mremap_fixed(to + done, MTH_SEG_SIZE, from + done, MTH_SEG_SIZE))
+        mth_fatal("cannot move %zu bytes back from %p to %p", (size_t)MTH_SEG_SIZE, (void *)(to + done),
+                  (void *)(from + done));
+    }
+    return false;
+  }
   mth_no_thp(new_addr, new_size);
   return true;
 }
