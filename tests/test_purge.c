@@ -1,5 +1,5 @@
 /* Memory goes back to the OS, and the steady state makes no mmap/munmap calls.
- * Usage: test_purge return|thread|remote|nommap   (linked with libmtheap.so)
+ * Usage: test_purge return|thread|remote|nommap|trade   (linked with libmtheap.so)
  *
  *   return   ~1 GiB in mixed sizes (mostly 4 KiB..1 MiB, some huge) allocated and freed by
  *            the main thread, which then keeps doing a little malloc/free work every
@@ -12,8 +12,12 @@
  *            and be purged, while it does only small, fast-path work.
  *   nommap   two threads malloc/free 64 KiB..64 MiB blocks; after warm-up, the steady state
  *            makes almost no mmap/munmap calls (mtheap_stats counters).
+ *   trade    a freed huge block leaves a dirty hole the next, bigger block does not fit: the
+ *            bigger block's fresh memory must push the hole out of RSS at once (arena.c), not
+ *            after the purge delay -- and a block that fits the hole must reuse it unpurged.
  */
 #include "testutil.h"
+#include <sys/mman.h>
 
 #define GIB ((size_t)1 << 30)
 
@@ -151,6 +155,51 @@ static void case_nommap(void) {
           " malloc/free of 64 KiB..64 MiB after warm-up", mm, mu, ops);
 }
 
+/* Resident 4 KiB pages of [p, p+n). */
+static size_t resident_pages(void *p, size_t n) {
+  size_t np = n / 4096, r = 0;
+  unsigned char *v = malloc(np);
+  TCHECK(v != NULL);
+  TCHECK(mincore(p, np * 4096, v) == 0);
+  for (size_t i = 0; i < np; i++) r += v[i] & 1;
+  free(v);
+  return r;
+}
+
+static void case_trade(void) {
+  const size_t mib = (size_t)1 << 20;
+  free(malloc(16));   /* the thread's span segment exists before the hole is made */
+  /* a dirty hole of 20 MiB with a live block right behind it */
+  char *hole = malloc(20 * mib), *wall = malloc(3 * mib);
+  TCHECK(hole != NULL && wall != NULL);
+  memset(hole, 0x55, 20 * mib);
+  memset(wall, 0x66, 3 * mib);
+  free(hole);
+  size_t before = resident_pages(hole, 16 * mib);
+  TCHECKF(before == 16 * mib / 4096, "the freed block should still be resident (dirty, kept for "
+          "reuse) right after free: %zu of %zu pages", before, 16 * mib / 4096);
+  /* a block that fits the hole reuses its resident pages: nothing to trade */
+  char *fits = malloc(12 * mib);
+  TCHECK(fits != NULL);
+  TCHECKF(fits >= hole - mib && fits < hole + 20 * mib, "a 12 MiB block should reuse the dirty "
+          "hole at %p, got %p", (void *)hole, (void *)fits);
+  free(fits);
+  /* a 40 MiB block does not fit it: it takes fresh memory, and the hole goes */
+  char *big = malloc(40 * mib);
+  TCHECK(big != NULL);
+  TCHECKF(big > hole + 16 * mib || big + 40 * mib < hole, "40 MiB block %p inside the 20 MiB hole "
+          "%p", (void *)big, (void *)hole);
+  memset(big, 0x77, 40 * mib);
+  size_t after = resident_pages(hole, 16 * mib);
+  printf("dirty hole of 20 MiB: %zu pages resident after free, %zu after a 40 MiB block took "
+         "fresh memory\n", before, after);
+  TCHECKF(after == 0, "%zu pages of the dirty hole still resident after a bigger block took "
+          "fresh memory (the purge delay is 1 s, so only the trade can have dropped them)", after);
+  for (size_t i = 0; i < 3 * mib; i += 4096) TCHECK(wall[i] == 0x66);
+  free(big);
+  free(wall);
+}
+
 int main(int argc, char **argv) {
   const char *c = argc > 1 ? argv[1] : "";
   th_watchdog(50, c);
@@ -176,8 +225,10 @@ int main(int argc, char **argv) {
     free(remote_blocks);
   } else if (!strcmp(c, "nommap")) {
     case_nommap();
+  } else if (!strcmp(c, "trade")) {
+    case_trade();
   } else {
-    TFAIL("usage: %s return|thread|remote|nommap", argv[0]);
+    TFAIL("usage: %s return|thread|remote|nommap|trade", argv[0]);
   }
   return 0;
 }
