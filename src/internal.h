@@ -114,7 +114,7 @@ typedef struct mth_block_s { struct mth_block_s *next; } mth_block_t;
 typedef struct mth_heap_s mth_heap_t;
 
 enum {
-  MTH_PAGE_FULL = 1u << 0,      /* no free block: parked on heap->full, off its bin queue */
+  MTH_PAGE_FULL = 1u << 0,      /* no free block: off its bin queue, in no list */
   MTH_PAGE_ALIGNED = 1u << 1,   /* holds blocks returned at an offset (memalign) */
   MTH_PAGE_UNUSED = 1u << 2,    /* free slice */
   MTH_PAGE_META = 1u << 3,      /* header slice of a segment */
@@ -123,7 +123,7 @@ enum {
 typedef struct mth_page_s {
   /* Line 0: the owner's, written on every malloc and free; no other thread touches it. */
   mth_block_t *free;          /* the free blocks: malloc pops, the owner's free pushes (LIFO) */
-  struct mth_page_s *next, *prev;   /* bin queue or heap->full */
+  struct mth_page_s *next, *prev;   /* bin queue; NULL when full */
   uint32_t used;              /* blocks out (see invariants) */
   int32_t credit;             /* mallocs left before this page sends one to the tick (alloc.h) */
   uint16_t capacity;          /* blocks carved so far (lazily: a list's worth at a time, page.c) */
@@ -186,7 +186,6 @@ struct mth_heap_s {
   /* owner-only, hot */
   mth_page_t *direct[MTH_DIRECT_N];   /* mth_direct_index(size) -> first page of its class */
   mth_queue_t bins[MTH_BINS];
-  mth_queue_t full;
   mth_segment_t *segs_avail, *segs_full;
   uint32_t empty_segs;        /* span segments with only the header in use (cache of one) */
   uint32_t ticks;             /* slow-path events; every so often, look at the clock */
