@@ -42,6 +42,15 @@ void mth_invalid_pointer(const char *what, const void *p, const char *why) {
   mth_message("warning: %s(%p): %s; ignored", what, p, why);
 }
 
+/* The free paths of the owner found p free already (alloc.h).  Reported like any invalid
+ * pointer; when that returns (MTHEAP_ABORT_ON_INVALID=0, or the debug library's 'continue'),
+ * the call is ignored and the free list stays intact. */
+MTH_HIDDEN const char mth_why_double_free[] = "double free: the block is free already";
+
+MTH_NOINLINE __attribute__((cold)) void mth_free_twice(const void *p) {
+  mth_invalid_pointer("free", p, mth_why_double_free);
+}
+
 /* The block p belongs to, after the checks the fast path skips.  NULL if p is invalid (the
  * error has been reported).  *hseg is set for huge blocks. */
 static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **pagep,

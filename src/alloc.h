@@ -9,7 +9,8 @@
  *   that never leaves the fast path still does that work.
  * free:   pointer -> segmap byte (is it ours?) -> page (slice index and back-offset) -> if
  *   page->owner is our heap (which also says the page needs no care), push on page->free:
- *   LIFO, so the next malloc of the class reuses the block still in cache.
+ *   LIFO, so the next malloc of the class reuses the block still in cache.  A block already at
+ *   the head of that list is a double free (mth_free_twice).
  *   A page left empty stays as it is when it is the only page of a small class (its queue
  *   links are both NULL: the per-class cache of one page) or listed as retired already;
  *   anything else is retired (page.c).
@@ -45,6 +46,13 @@ MTH_INLINE void mth_free_fast(void *p) {
     mth_heap_t *heap = mth_tls_heap;
     if (MTH_LIKELY(MTH_RACY_GET(page->owner) == heap)) {
       mth_block_t *b = (mth_block_t *)p;
+      /* a block that heads its page's free list is free already: the usual double free
+       * (free(p); free(p)), caught for one compare with the field the push reads anyway;
+       * pushing it again would hand the block out twice.  The slow paths check more. */
+      if (MTH_UNLIKELY(b == page->free)) {
+        mth_free_twice(p);
+        return;
+      }
       b->next = page->free;
       page->free = b;
       MTH_RACY_ADD(page->used, -1);

@@ -398,6 +398,8 @@ MTH_HIDDEN void mth_inbox_fork_child(mth_heap_t *heap);
 MTH_HIDDEN void mth_free_slow(void *p);
 MTH_HIDDEN void mth_free_page_slow(void *p, mth_page_t *page);
 MTH_HIDDEN void mth_invalid_pointer(const char *what, const void *p, const char *why);
+MTH_HIDDEN void mth_free_twice(const void *p);
+extern MTH_HIDDEN const char mth_why_double_free[];   /* the why of mth_free_twice's report */
 extern MTH_HIDDEN void (*mth_invalid_hook)(const char *what, const void *p, const char *why);
 MTH_HIDDEN void *mth_malloc_slow(size_t size);
 

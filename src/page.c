@@ -306,6 +306,11 @@ void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
 /* A free by the owner that the fast path could not finish: page full or aligned, or a block
  * drained from the inbox.  b is the block's start. */
 void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
+  /* free already: the head of the list (as in mth_free_fast), or a page with no block out */
+  if (MTH_UNLIKELY(b == page->free || page->used == 0)) {
+    mth_free_twice(b);
+    return;
+  }
   b->next = page->free;
   page->free = b;
   MTH_RACY_ADD(page->used, -1);

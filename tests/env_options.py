@@ -86,6 +86,17 @@ def main():
     check("invalid free, MTHEAP_ABORT_ON_INVALID=0", p.returncode == 0 and p.stdout == plain_ok and len(lines) == 2
           and all("mtheap" in l for l in lines), p, "one message per invalid call (free, realloc), then runs normally")
 
+    # Double frees: the owner's free finds the block free already (the head of its page's free
+    # list, or a page with no block out) and reports it; ignored, the list stays intact.
+    p = run([helper, "double"], {})
+    check("double free, default", p.returncode == -6 and "double free" in p.stderr, p,
+          "SIGABRT with a message naming the double free")
+    p = run([helper, "double"], {"MTHEAP_ABORT_ON_INVALID": "0"})
+    lines = p.stderr.splitlines()
+    check("double free, MTHEAP_ABORT_ON_INVALID=0", p.returncode == 0 and p.stdout == plain_ok
+          and len(lines) == 6 and all("double free" in l for l in lines), p,
+          "six messages (two per size), no block handed out twice, then runs normally")
+
     # Statistics at exit.
     report = re.compile(r"mtheap.*\n(.*\n){3,}", re.S)
     p = run([helper], {"MTHEAP_STATS": "1"})

@@ -14,6 +14,7 @@
  *   - nothing here calls malloc: blocks come from mtheap_malloc/mtheap_memalign.
  */
 #include "mthd.h"
+#include "alloc.h"   /* the core's names: mth_usable_size, mth_why_double_free */
 
 #include <errno.h>
 #include <string.h>
@@ -243,10 +244,18 @@ void mthd_core_invalid(const char *what, const void *p, const char *why) {
     return;
   }
   mthd_out_t o;
-  mthd_report_begin(&o, "bad-free", p, "(%s() of a pointer that is %s)", what, why);
-  mthd_printf(&o, "  this mode keeps no record of unsampled blocks; MTHEAP_DEBUG=full says which block it is\n"
-                  "  and where it was allocated and freed\n");
-  mthd_describe_address(&o, p);
+  if (why == mth_why_double_free) {
+    /* the core's free found the block free already: it is a heap block, not a stray pointer */
+    size_t usable = mth_usable_size(p, what);
+    mthd_report_begin(&o, "double-free", p, "(%s() of a %zu-byte block that is free already)", what, usable);
+    mthd_printf(&o, "  this mode keeps no record of unsampled blocks; MTHEAP_DEBUG=full says where it was\n"
+                    "  allocated and freed the first time\n");
+  } else {
+    mthd_report_begin(&o, "bad-free", p, "(%s() of a pointer that is %s)", what, why);
+    mthd_printf(&o, "  this mode keeps no record of unsampled blocks; MTHEAP_DEBUG=full says which block it is\n"
+                    "  and where it was allocated and freed\n");
+    mthd_describe_address(&o, p);
+  }
   mthd_report_end(&o, 0, what);
 }
 

@@ -102,6 +102,11 @@ CASES = {
     # without headers (sample=N alone) the core finds the bad pointer: same report, with the stack
     "sample_invalid_free_stack": ("sample=1", "bad-free", "free_local_name", "detect", ABORT,
                                   [r"on the stack of the calling thread"], None, [], "invalid_free_stack"),
+    # double frees of blocks no guard-page slot records: found by the core's free, same kind
+    "double_free_unsampled": ("guardpage", "double-free", "release_frame", "detect", ABORT,
+                              [r"\(free\(\) of a \d+-byte block that is free already\)"]),
+    "sample_double_free": ("sample=1000", "double-free", "release_buffer", "detect", ABORT,
+                           [r"\(free\(\) of a 1\d\d-byte block that is free already\)"], None, [], "double_free"),
     "new_array_delete": ("full", "alloc-dealloc-mismatch", "make_ids", "alloc", ABORT,
                          [r"\(operator new\[\] vs operator delete\)"]),
     "new_free": ("full", "alloc-dealloc-mismatch", "make_widget", "alloc", ABORT,
