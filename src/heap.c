@@ -83,6 +83,7 @@ void mth_process_init(void) {
   }
   /* nothing here may call malloc: we are inside the first one */
   mth_options_init();
+  mth_pages_init();
   uintptr_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
     r = (uintptr_t)&r ^ ((uintptr_t)mth_clock_ns() << 17);

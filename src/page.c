@@ -34,11 +34,23 @@ static size_t mth_bin_slices(size_t bs) {
   return n > 16 ? 16 : n;
 }
 
+/* The direct-table entries of each class, [first, last]: computed once (mth_pages_init), as
+ * the update runs whenever a class's front page changes -- several times per 100 blocks in
+ * batches of 16 KiB blocks, where computing the range each time was a fifth of all the
+ * instructions (callgrind on bench/tools/hotpath 16384 batch). */
+static uint16_t mth_direct_range[MTH_BINS][2];
+
+void mth_pages_init(void) {
+  for (size_t bin = 1; bin < MTH_BINS; bin++) {
+    mth_direct_range[bin][0] = (uint16_t)(bin == 1 ? 0 : mth_direct_index(mth_bin_size(bin - 1)) + 1);
+    mth_direct_range[bin][1] = (uint16_t)mth_direct_index(mth_bin_size(bin));
+  }
+}
+
 static void mth_direct_update(mth_heap_t *heap, size_t bin) {
   mth_page_t *page = heap->bins[bin].first ? heap->bins[bin].first : &mth_page_empty;
-  size_t lo = bin == 1 ? 0 : mth_direct_index(mth_bin_size(bin - 1)) + 1;
-  size_t hi = mth_direct_index(mth_bin_size(bin));
-  for (size_t i = lo; i <= hi; i++) heap->direct[i] = page;
+  for (size_t i = mth_direct_range[bin][0], hi = mth_direct_range[bin][1]; i <= hi; i++)
+    heap->direct[i] = page;
 }
 
 static void mth_queue_remove(mth_queue_t *q, mth_page_t *page) {
