@@ -73,12 +73,15 @@ bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, size_t new_s
   while (done < old_size && mth_mremap_fixed(from + done, MTH_SEG_SIZE, to + done, MTH_SEG_SIZE))
     done += MTH_SEG_SIZE;
   if (done < old_size) {
+    size_t moved = done;
     while (done > 0) {
       done -= MTH_SEG_SIZE;
       if (!mth_mremap_fixed(to + done, MTH_SEG_SIZE, from + done, MTH_SEG_SIZE))
         mth_fatal("cannot move %zu bytes back from %p to %p", (size_t)MTH_SEG_SIZE, (void *)(to + done),
                   (void *)(from + done));
     }
+    /* moving back left holes where the pieces were: the destination is ours to reuse */
+    if (moved) mth_os_rereserve(to, moved);
     return false;
   }
   mth_no_thp(new_addr, new_size);
