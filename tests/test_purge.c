@@ -14,7 +14,8 @@
  *            makes almost no mmap/munmap calls (mtheap_stats counters).
  *   trade    a freed huge block leaves a dirty hole the next, bigger block does not fit: the
  *            bigger block's fresh memory must push the hole out of RSS at once (arena.c), not
- *            after the purge delay -- and a block that fits the hole must reuse it unpurged.
+ *            after the purge delay, when the hole is more than half the memory in use -- and a
+ *            block that fits the hole must reuse it unpurged, and a smaller hole stays.
  */
 #include "testutil.h"
 #include <sys/mman.h>
@@ -196,6 +197,26 @@ static void case_trade(void) {
   TCHECKF(after == 0, "%zu pages of the dirty hole still resident after a bigger block took "
           "fresh memory (the purge delay is 1 s, so only the trade can have dropped them)", after);
   for (size_t i = 0; i < 3 * mib; i += 4096) TCHECK(wall[i] == 0x66);
+  /* with 40 MiB in use, an 8 MiB hole is within the dirty memory kept for reuse: a 20 MiB block
+   * that does not fit it takes fresh memory and leaves the hole resident */
+  char *hole2 = malloc(8 * mib), *wall2 = malloc(3 * mib);
+  TCHECK(hole2 != NULL && wall2 != NULL);
+  memset(hole2, 0x55, 8 * mib);
+  memset(wall2, 0x66, 3 * mib);
+  free(hole2);
+  char *big2 = malloc(20 * mib);
+  TCHECK(big2 != NULL);
+  TCHECKF(big2 > hole2 + 8 * mib || big2 + 20 * mib < hole2, "20 MiB block %p inside the 8 MiB "
+          "hole %p", (void *)big2, (void *)hole2);
+  memset(big2, 0x77, 20 * mib);
+  size_t kept = resident_pages(hole2, 8 * mib);
+  printf("dirty hole of 8 MiB with over 40 MiB in use: %zu of %zu pages still resident\n", kept,
+         8 * mib / 4096);
+  TCHECKF(kept == 8 * mib / 4096, "an 8 MiB dirty hole was purged (%zu of %zu pages left) while "
+          "over 40 MiB were in use: only dirty memory beyond half of that goes at once", kept,
+          8 * mib / 4096);
+  free(big2);
+  free(wall2);
   free(big);
   free(wall);
 }
