@@ -10,10 +10,6 @@
  *   - free bit clear  => slot is in a live run, or is being purged right now (busy).
  *   - head[slot] is the first slot of the live run containing slot (undefined when free).
  *   - regions are only ever added; a region's base and size never change.
- *   - mth_arena_dirty counts the dirty free slots.  A run that has to take clean (never used
- *     or purged) slots while more dirty slots sit free than half the memory in use purges as
- *     many of the oldest of the excess (mth_arena_trade_pick): the resident set does not keep
- *     growing because free memory came in holes of the wrong shape.
  */
 #include "internal.h"
 
@@ -31,7 +27,6 @@ typedef struct {
 static mth_lock_t mth_arena_lock;
 static mth_region_t *mth_regions[MTH_MAX_REGIONS];
 static _Atomic size_t mth_nregions;
-static size_t mth_arena_dirty;                  /* dirty free slots (under the lock) */
 static _Atomic uint64_t mth_arena_purge_next;   /* 0: nothing dirty waits; else earliest due time */
 
 MTH_INLINE bool bit_get(const uint64_t *w, size_t i) { return (w[i >> 6] >> (i & 63)) & 1; }
@@ -96,93 +91,15 @@ static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t
   return -1;
 }
 
-/* Returns how many of the run's slots were clean. */
-static size_t mth_run_claim(mth_region_t *r, size_t s, size_t n, uint32_t head, bool *is_zero) {
-  size_t clean = 0;
+static void mth_run_claim(mth_region_t *r, size_t s, size_t n, uint32_t head, bool *is_zero) {
+  bool zero = true;
   for (size_t k = s; k < s + n; k++) {
-    clean += !bit_get(r->dirty_bits, k);
+    if (bit_get(r->dirty_bits, k)) zero = false;
     bit_clear(r->free_bits, k);
     bit_clear(r->dirty_bits, k);
     r->head[k] = head;
   }
-  mth_arena_dirty -= n - clean;
-  if (is_zero) *is_zero = clean == n;
-  return clean;
-}
-
-/* ---- trading clean slots for dirty ones ----
- * Why: huge blocks of changing sizes leave dirty runs that the next block does not fit (bench
- * `large -t 2`: 64 KiB..64 MiB blocks, peak RSS 321 MiB against glibc's 219, most of the
- * difference dirty free slots waiting for the purge delay).  Slots a run takes clean are new
- * resident memory; as many of the oldest dirty free slots as exceed the allowance go back at
- * once.  The oldest, because they are the least likely to be what the next block reuses. */
-typedef struct { uint8_t *p; size_t n; uint64_t age; } mth_run_t;
-
-/* How many dirty free slots may wait for the purge delay: half the memory in use.  Purging
- * every dirty slot a fresh run could stand for (the first version) took `large -t 1 -i 400`
- * from 0.08 to 0.12 s, the blocks of the next few iterations faulting in again what had just
- * been dropped; with half, 0.09-0.10 s and the peak of glibc's mmap-less peers, and `large
- * -t 2` 228-271 MiB (0.07-0.09 s) against 263-313 (0.08-0.09 s) keeping all. */
-static size_t mth_arena_dirty_allowed(void) {
-  size_t in_use = (size_t)atomic_load_explicit(&mth_gstats.pages_in_use, memory_order_relaxed);
-  return (in_use >> MTH_SEG_SHIFT) / 2;
-}
-enum { MTH_TRADE_RUNS = 8 };
-
-/* Under the lock: picks up to n dirty free slots, oldest runs first, and marks them busy (not
- * free, not dirty) so nobody claims them while madvise runs. */
-static size_t mth_arena_trade_pick(size_t n, mth_run_t *runs) {
-  size_t nruns = 0, nr = atomic_load(&mth_nregions);
-  /* the MTH_TRADE_RUNS oldest maximal dirty runs, sorted oldest first */
-  for (size_t i = 0; i < nr; i++) {
-    mth_region_t *r = mth_regions[i];
-    for (size_t k = 0; k < r->nslots; k++) {
-      if (!bit_get(r->dirty_bits, k)) {
-        if ((k & 63) == 0 && r->dirty_bits[k >> 6] == 0) k += 63;
-        continue;
-      }
-      size_t len = 1;
-      uint64_t age = r->freed_at[k];
-      while (k + len < r->nslots && bit_get(r->dirty_bits, k + len)) {
-        if (r->freed_at[k + len] < age) age = r->freed_at[k + len];
-        len++;
-      }
-      size_t at = nruns;
-      while (at > 0 && runs[at - 1].age > age) at--;
-      if (at < MTH_TRADE_RUNS) {
-        size_t last = nruns < MTH_TRADE_RUNS ? nruns : MTH_TRADE_RUNS - 1;
-        for (size_t j = last; j > at; j--) runs[j] = runs[j - 1];
-        runs[at] = (mth_run_t){r->base + (k << MTH_SEG_SHIFT), len, age};
-        if (nruns < MTH_TRADE_RUNS) nruns++;
-      }
-      k += len - 1;
-    }
-  }
-  size_t used = 0;
-  for (; used < nruns && n; used++) {
-    if (runs[used].n > n) runs[used].n = n;
-    n -= runs[used].n;
-    mth_region_t *r = mth_region_of(runs[used].p);
-    size_t s = (size_t)(runs[used].p - r->base) >> MTH_SEG_SHIFT;
-    for (size_t k = s; k < s + runs[used].n; k++) {
-      bit_clear(r->dirty_bits, k);
-      bit_clear(r->free_bits, k);
-    }
-    mth_arena_dirty -= runs[used].n;
-  }
-  return used;
-}
-
-/* After the lock is dropped: purge the picked runs, then make them free (and clean) again. */
-static void mth_arena_trade_finish(const mth_run_t *runs, size_t nruns) {
-  for (size_t i = 0; i < nruns; i++) mth_os_purge(runs[i].p, runs[i].n << MTH_SEG_SHIFT);
-  mth_lock(&mth_arena_lock);
-  for (size_t i = 0; i < nruns; i++) {
-    mth_region_t *r = mth_region_of(runs[i].p);
-    size_t s = (size_t)(runs[i].p - r->base) >> MTH_SEG_SHIFT;
-    for (size_t k = s; k < s + runs[i].n; k++) bit_set(r->free_bits, k);
-  }
-  mth_unlock(&mth_arena_lock);
+  if (is_zero) *is_zero = zero;
 }
 
 /* A run of nslots; with align > 4 MiB, slot (start + lead) is aligned to it. */
@@ -210,18 +127,8 @@ mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *i
     mth_unlock(&mth_arena_lock);
     return NULL;
   }
-  size_t clean = mth_run_claim(r, (size_t)s, nslots, (uint32_t)s, is_zero);
-  mth_run_t runs[MTH_TRADE_RUNS];
-  size_t nruns = 0;
-  if (clean && mth_opt.purge_delay_ms > 0) {
-    size_t allowed = mth_arena_dirty_allowed();
-    if (mth_arena_dirty > allowed) {
-      size_t n = mth_arena_dirty - allowed;
-      nruns = mth_arena_trade_pick(n < clean ? n : clean, runs);
-    }
-  }
+  mth_run_claim(r, (size_t)s, nslots, (uint32_t)s, is_zero);
   mth_unlock(&mth_arena_lock);
-  if (nruns) mth_arena_trade_finish(runs, nruns);
   return (mth_segment_t *)(r->base + ((size_t)s << MTH_SEG_SHIFT));
 }
 
@@ -251,7 +158,6 @@ void mth_arena_free(void *start, size_t nslots, bool clean) {
     if (!clean) {
       bit_set(r->dirty_bits, k);
       r->freed_at[k] = now;
-      mth_arena_dirty++;
     }
   }
   if (!clean && mth_opt.purge_delay_ms > 0 && atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed) == 0)
@@ -299,7 +205,6 @@ void mth_arena_purge(bool force) {
         }
         bit_clear(r->dirty_bits, k);
         bit_clear(r->free_bits, k);   /* busy while purging */
-        mth_arena_dirty--;
         uint8_t *p = r->base + (k << MTH_SEG_SHIFT);
         if (nruns > 0 && runs[nruns - 1].p + (runs[nruns - 1].n << MTH_SEG_SHIFT) == p)
           runs[nruns - 1].n++;

@@ -1,5 +1,5 @@
 /* Memory goes back to the OS, and the steady state makes no mmap/munmap calls.
- * Usage: test_purge return|thread|remote|nommap|trade   (linked with libmtheap.so)
+ * Usage: test_purge return|thread|remote|nommap|reuse   (linked with libmtheap.so)
  *
  *   return   ~1 GiB in mixed sizes (mostly 4 KiB..1 MiB, some huge) allocated and freed by
  *            the main thread, which then keeps doing a little malloc/free work every
@@ -12,10 +12,10 @@
  *            and be purged, while it does only small, fast-path work.
  *   nommap   two threads malloc/free 64 KiB..64 MiB blocks; after warm-up, the steady state
  *            makes almost no mmap/munmap calls (mtheap_stats counters).
- *   trade    a freed huge block leaves a dirty hole the next, bigger block does not fit: the
- *            bigger block's fresh memory must push the hole out of RSS at once (arena.c), not
- *            after the purge delay, when the hole is more than half the memory in use -- and a
- *            block that fits the hole must reuse it unpurged, and a smaller hole stays.
+ *   reuse    a freed huge block's pages stay resident for reuse: a block that fits the hole
+ *            takes it unpurged, a bigger block that does not fit goes elsewhere without
+ *            purging it (doing so cost `large -i 400` 14-30% in time: the next blocks faulted
+ *            in what had just been dropped), and the purge delay then returns it.
  */
 #include "testutil.h"
 #include <sys/mman.h>
@@ -167,7 +167,7 @@ static size_t resident_pages(void *p, size_t n) {
   return r;
 }
 
-static void case_trade(void) {
+static void case_reuse(void) {
   const size_t mib = (size_t)1 << 20;
   free(malloc(16));   /* the thread's span segment exists before the hole is made */
   /* a dirty hole of 20 MiB with a live block right behind it */
@@ -179,44 +179,43 @@ static void case_trade(void) {
   size_t before = resident_pages(hole, 16 * mib);
   TCHECKF(before == 16 * mib / 4096, "the freed block should still be resident (dirty, kept for "
           "reuse) right after free: %zu of %zu pages", before, 16 * mib / 4096);
-  /* a block that fits the hole reuses its resident pages: nothing to trade */
+  /* a block that fits the hole reuses its resident pages */
   char *fits = malloc(12 * mib);
   TCHECK(fits != NULL);
   TCHECKF(fits >= hole - mib && fits < hole + 20 * mib, "a 12 MiB block should reuse the dirty "
           "hole at %p, got %p", (void *)hole, (void *)fits);
   free(fits);
-  /* a 40 MiB block does not fit it: it takes fresh memory, and the hole goes */
+  /* a 40 MiB block does not fit: it goes elsewhere, and the hole stays for the next fit */
   char *big = malloc(40 * mib);
   TCHECK(big != NULL);
   TCHECKF(big > hole + 16 * mib || big + 40 * mib < hole, "40 MiB block %p inside the 20 MiB hole "
           "%p", (void *)big, (void *)hole);
   memset(big, 0x77, 40 * mib);
-  size_t after = resident_pages(hole, 16 * mib);
-  printf("dirty hole of 20 MiB: %zu pages resident after free, %zu after a 40 MiB block took "
-         "fresh memory\n", before, after);
-  TCHECKF(after == 0, "%zu pages of the dirty hole still resident after a bigger block took "
-          "fresh memory (the purge delay is 1 s, so only the trade can have dropped them)", after);
+  size_t kept = resident_pages(hole, 16 * mib);
+  TCHECKF(kept == 16 * mib / 4096, "the dirty hole was purged before the purge delay (%zu of %zu "
+          "pages left) although nothing asked for it", kept, 16 * mib / 4096);
+  /* after the delay (1 s), with the little allocation work of wait_for_return going on, it
+   * goes back to the OS (the small blocks' pages may reuse part of the hole meanwhile: what
+   * is counted is what was purged) */
+  struct mtheap_stats s0, s1;
+  th_stats(&s0);
+  th_rng_t r = th_rng(11);
+  for (int ms = 0; ms < 3000; ms++) {
+    void *p[4];
+    for (int i = 0; i < 4; i++) {
+      p[i] = malloc(th_logsize(&r, 16, 65536));
+      TCHECK(p[i] != NULL);
+    }
+    for (int i = 0; i < 4; i++) free(p[i]);
+    th_sleep_ms(1);
+    th_stats(&s1);
+    if (s1.purged - s0.purged >= 12 * mib) break;
+  }
+  printf("dirty hole of 20 MiB: %zu pages resident after free, %zu after a bigger block went "
+         "elsewhere; %zu MiB purged after the delay\n", before, kept, (s1.purged - s0.purged) >> 20);
+  TCHECKF(s1.purged - s0.purged >= 12 * mib, "only %zu KiB purged 3 s after a 20 MiB block was freed",
+          (s1.purged - s0.purged) >> 10);
   for (size_t i = 0; i < 3 * mib; i += 4096) TCHECK(wall[i] == 0x66);
-  /* with 40 MiB in use, an 8 MiB hole is within the dirty memory kept for reuse: a 20 MiB block
-   * that does not fit it takes fresh memory and leaves the hole resident */
-  char *hole2 = malloc(8 * mib), *wall2 = malloc(3 * mib);
-  TCHECK(hole2 != NULL && wall2 != NULL);
-  memset(hole2, 0x55, 8 * mib);
-  memset(wall2, 0x66, 3 * mib);
-  free(hole2);
-  char *big2 = malloc(20 * mib);
-  TCHECK(big2 != NULL);
-  TCHECKF(big2 > hole2 + 8 * mib || big2 + 20 * mib < hole2, "20 MiB block %p inside the 8 MiB "
-          "hole %p", (void *)big2, (void *)hole2);
-  memset(big2, 0x77, 20 * mib);
-  size_t kept = resident_pages(hole2, 8 * mib);
-  printf("dirty hole of 8 MiB with over 40 MiB in use: %zu of %zu pages still resident\n", kept,
-         8 * mib / 4096);
-  TCHECKF(kept == 8 * mib / 4096, "an 8 MiB dirty hole was purged (%zu of %zu pages left) while "
-          "over 40 MiB were in use: only dirty memory beyond half of that goes at once", kept,
-          8 * mib / 4096);
-  free(big2);
-  free(wall2);
   free(big);
   free(wall);
 }
@@ -246,10 +245,10 @@ int main(int argc, char **argv) {
     free(remote_blocks);
   } else if (!strcmp(c, "nommap")) {
     case_nommap();
-  } else if (!strcmp(c, "trade")) {
-    case_trade();
+  } else if (!strcmp(c, "reuse")) {
+    case_reuse();
   } else {
-    TFAIL("usage: %s return|thread|remote|nommap|trade", argv[0]);
+    TFAIL("usage: %s return|thread|remote|nommap|reuse", argv[0]);
   }
   return 0;
 }
