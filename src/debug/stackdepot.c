@@ -123,7 +123,11 @@ static int unwind_fp(uintptr_t *pcs, int max, uintptr_t caller) {
   uintptr_t *fp = __builtin_frame_address(0);
   bool skipping = true;
   while (n < max) {
-    if ((uintptr_t)fp < fp_stack_lo || (uintptr_t)fp + 16 > fp_stack_hi || ((uintptr_t)fp & 7)) break;
+    /* written so that no sum can wrap: a frameless function leaves any value in rbp (gcc's
+     * cc1 reached here with -8, which fp + 16 turned into 8) */
+    if ((uintptr_t)fp < fp_stack_lo || fp_stack_hi - fp_stack_lo < 16 || (uintptr_t)fp > fp_stack_hi - 16 ||
+        ((uintptr_t)fp & 7))
+      break;
     uintptr_t *next = (uintptr_t *)fp[0];
     uintptr_t ret = fp[1];
     if (ret < 4096) break;
