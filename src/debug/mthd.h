@@ -45,7 +45,7 @@ typedef struct {
   bool guards, patterns, quarantine, audit, leaks;
   bool cont;             /* report and keep going instead of aborting */
   bool lines;            /* file:line through addr2line at report time */
-  bool unwind_fp;        /* frame-pointer unwinding instead of the CFI unwinder */
+  int unwind;            /* MTHD_UNWIND_*: how stacks are captured */
   int depth;             /* frames kept per stack */
   size_t quarantine_bytes, quarantine_blocks, quarantine_max_block;
   size_t fill_max;       /* bytes of a fresh block filled with the alloc pattern */
@@ -60,6 +60,7 @@ typedef struct {
   bool verbose;
 } mthd_options_t;
 
+enum { MTHD_UNWIND_CFI, MTHD_UNWIND_LIBGCC, MTHD_UNWIND_FP };
 extern MTHD_HIDDEN mthd_options_t mthd_opt;
 MTHD_HIDDEN void mthd_options_init(void);
 /* MTHEAP_DEBUG=guardpage: sample=1 with this many slots (each one guard page apart: 17 pages of
@@ -173,6 +174,12 @@ MTHD_HIDDEN mthd_hdr_t *mthd_quarantine_find(const void *addr);
 /* ---- stacks (stackdepot.c) ---- */
 #define MTHD_MAX_DEPTH 64
 MTHD_HIDDEN int mthd_unwind(uintptr_t *pcs, int max, uintptr_t caller);
+/* the cached CFI walk (unwind.c): return addresses above the caller, -1 where it cannot walk;
+ * stack_hi: the end of this thread's stack, 0 if unknown */
+MTHD_HIDDEN int mthd_unwind_cached(uintptr_t *pcs, int max, uintptr_t stack_hi);
+MTHD_HIDDEN void mthd_unwind_forget(void);  /* code was unmapped: drop the cached rules */
+/* walks tried by the cache, and those it gave to libgcc (MTHEAP_DEBUG=verbose prints them) */
+MTHD_HIDDEN void mthd_unwind_counts(long *walks, long *declined);
 MTHD_HIDDEN uint32_t mthd_stack_capture(uintptr_t caller);
 MTHD_HIDDEN int mthd_stack_get(uint32_t id, const uintptr_t **pcs);
 extern MTHD_HIDDEN mthd_lock_t mthd_depot_lock;

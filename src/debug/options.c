@@ -9,7 +9,7 @@
  *
  * Syntax (docs/DEBUG.md has the table): a comma-separated list of items.
  *   features   full guards patterns quarantine[=SIZE] audit leaks sample=N guardpage   ("-x"/"no-x" removes)
- *   modifiers  continue qblocks=N qmax=SIZE fill=SIZE depth=N unwind=cfi|fp lines=0|1
+ *   modifiers  continue qblocks=N qmax=SIZE fill=SIZE depth=N unwind=cfi|libgcc|fp lines=0|1
  *              sample_slots=N sample_max=SIZE sample_align=N sample_mprotect leaks_exitcode=N
  *              leaks_max=N exitcode=N
  *              verbose
@@ -100,7 +100,7 @@ void mthd_options_init(void) {
   mthd_options_t *o = &mthd_opt;
   o->cont = false;
   o->lines = true;
-  o->unwind_fp = false;
+  o->unwind = MTHD_UNWIND_CFI;
   o->depth = 16;
   o->quarantine_bytes = (size_t)16 << 20;
   o->quarantine_blocks = (size_t)1 << 18;
@@ -175,8 +175,8 @@ void mthd_options_init(void) {
       o->fill_max = z;
     } else if (!strcmp(item, "depth") && val && parse_size(val, &z) && z >= 1 && z <= MTHD_MAX_DEPTH) {
       o->depth = (int)z;
-    } else if (!strcmp(item, "unwind") && val && (!strcmp(val, "fp") || !strcmp(val, "cfi"))) {
-      o->unwind_fp = !strcmp(val, "fp");
+    } else if (!strcmp(item, "unwind") && val && (!strcmp(val, "fp") || !strcmp(val, "cfi") || !strcmp(val, "libgcc"))) {
+      o->unwind = !strcmp(val, "fp") ? MTHD_UNWIND_FP : !strcmp(val, "cfi") ? MTHD_UNWIND_CFI : MTHD_UNWIND_LIBGCC;
     } else if (!strcmp(item, "lines") && (!val || parse_bool(val, &b))) {
       o->lines = val ? b && on : on;
     } else if (!strcmp(item, "sample_slots") && val && parse_size(val, &z) && z >= 1 && z <= 65536) {

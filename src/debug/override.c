@@ -1,5 +1,5 @@
 /* The symbols libmtheap-debug.so exports: the malloc family, glibc's internal names, every C++
- * operator new/delete, and mtheap_check_heap(); plus process start, fork and exit.
+ * operator new/delete, and mtheap_check_heap(); plus process start, fork, exit and dlclose.
  *
  * Invariants
  *   - the non-sampled path of a sample-only run (no headers) is: one TLS decrement, one load
@@ -13,6 +13,7 @@
  */
 #include "mthd.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -227,6 +228,23 @@ MTHD_EXPORT void *__libc_calloc(size_t n, size_t size) { return calloc_impl(n, s
 MTHD_EXPORT void *__libc_realloc(void *p, size_t size) { return realloc_impl(p, size, CALLER); }
 MTHD_EXPORT void *__libc_memalign(size_t align, size_t size) { return memalign_impl(align, size, CALLER); }
 
+/* dlclose may unmap code whose unwind rules are cached (unwind.c), and the next dlopen may
+ * put other code at the same address: the cache starts over once the real dlclose is done. */
+MTHD_EXPORT int dlclose(void *handle) {
+  static int (*real_dlclose)(void *);
+  if (!real_dlclose) real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+  if (!real_dlclose) {
+    mthd_out_t o;
+    mthd_out_init(&o);
+    mthd_printf(&o, "==%d== mtheap-debug: dlclose: the C library's dlclose was not found\n", (int)getpid());
+    mthd_flush(&o);
+    return -1;
+  }
+  int rc = real_dlclose(handle);
+  mthd_unwind_forget();
+  return rc;
+}
+
 MTHD_EXPORT int malloc_trim(size_t pad) {
   (void)pad;
   mtheap_collect(true);
@@ -391,6 +409,10 @@ __attribute__((destructor(101))) static void mthd_exit(void) {
     mthd_out_init(&o);
     mthd_printf(&o, "==%d== mtheap-debug: leak check took %ld ms\n", (int)getpid(),
                 (long)((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000));
+    long walks, declined;
+    mthd_unwind_counts(&walks, &declined);
+    mthd_printf(&o, "==%d== mtheap-debug: stacks: %ld walked by the cached unwind rules, %ld by libgcc's unwinder\n",
+                (int)getpid(), walks - declined, declined);
     mthd_flush(&o);
   }
   if (!code && atomic_load(&mthd_errors) > 0) code = mthd_opt.error_exitcode;

@@ -7,8 +7,9 @@
  *     chains without a lock (the release store of the bucket head orders the record's bytes);
  *   - inserts take mthd_depot_lock; memory is one MAP_NORESERVE reservation, bump-allocated;
  *   - id 0 means "no stack"; id = (record offset / 8) + 1;
- *   - unwinding never calls malloc: the CFI unwinder (libgcc's _Unwind_Backtrace, which finds
- *     FDEs with glibc's lock-free _dl_find_object) or a bounded frame-pointer walk.
+ *   - unwinding never calls malloc: the cached CFI walk (unwind.c), libgcc's _Unwind_Backtrace
+ *     where that walk gives up (it finds FDEs with glibc's lock-free _dl_find_object), or a
+ *     bounded frame-pointer walk.
  */
 #include "mthd.h"
 
@@ -150,9 +151,34 @@ static int unwind_fp(uintptr_t *pcs, int max, uintptr_t caller) {
   return n;
 }
 
+/* The cached CFI walk (unwind.c), with our own frames left out as uw_cb does.  -1: a frame
+ * it cannot walk. */
+static int unwind_cached(uintptr_t *pcs, int max) {
+  if (MTHD_UNLIKELY(!fp_stack_hi)) {
+    mthd_tls.busy++;
+    fp_bounds();
+    mthd_tls.busy--;
+  }
+  uintptr_t raw[MTHD_MAX_DEPTH + 32];
+  int room = max + 32 < (int)(sizeof raw / sizeof raw[0]) ? max + 32 : (int)(sizeof raw / sizeof raw[0]);
+  int got = mthd_unwind_cached(raw, room, fp_stack_hi > 1 ? fp_stack_hi : 0);
+  if (got < 0) return -1;
+  int n = 0;
+  for (int i = 0; i < got && n < max; i++)
+    if (!mthd_pc_is_ours(raw[i])) pcs[n++] = raw[i];
+  return n;
+}
+
 int mthd_unwind(uintptr_t *pcs, int max, uintptr_t caller) {
   if (max > MTHD_MAX_DEPTH) max = MTHD_MAX_DEPTH;
-  if (mthd_opt.unwind_fp) return unwind_fp(pcs, max, caller);
+  if (mthd_opt.unwind == MTHD_UNWIND_FP) return unwind_fp(pcs, max, caller);
+  if (mthd_opt.unwind == MTHD_UNWIND_CFI) {
+    int n = unwind_cached(pcs, max);
+    if (n >= 0) {
+      if (n == 0 && caller) pcs[n++] = caller;
+      return n;
+    }
+  }
   struct uw_state u = {pcs, 0, max};
   mthd_tls.busy++;
   _Unwind_Backtrace(uw_cb, &u);

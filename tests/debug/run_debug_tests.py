@@ -107,6 +107,9 @@ CASES = {
                               [r"\(free\(\) of a \d+-byte block that is free already\)"]),
     "sample_double_free": ("sample=1000", "double-free", "release_buffer", "detect", ABORT,
                            [r"\(free\(\) of a 1\d\d-byte block that is free already\)"], None, [], "double_free"),
+    # a plugin unloaded and another loaded at its address: the stack must run through it
+    "dlclose_reload": ("full", "heap-buffer-overflow", "load_and_run", "alloc", ABORT,
+                       [r"\(1 byte past a 40-byte block\)", r"in make_reloaded_record", r"in plugin_call"]),
     "new_array_delete": ("full", "alloc-dealloc-mismatch", "make_ids", "alloc", ABORT,
                          [r"\(operator new\[\] vs operator delete\)"]),
     "new_free": ("full", "alloc-dealloc-mismatch", "make_widget", "alloc", ABORT,
@@ -250,6 +253,21 @@ def real_programs(lib):
         for mode in ("full", "full,-leaks", "full,unwind=fp", "sample=3", "guardpage"):
             if outs[mode] != outs["plain"]:
                 problems.append("%s: output/exit differs under %s: %r vs %r" % (name, mode, outs[mode], outs["plain"]))
+    # the cached unwind rules must walk these programs' stacks themselves: a frame shape they
+    # wrongly decline sends every stack to libgcc (slow, but silently right)
+    for name, cmd, _ in progs:
+        if name not in ("python3", "gcc", "perl"):
+            continue
+        d = os.path.join(tmp, "verbose")
+        os.makedirs(d, exist_ok=True)
+        shutil.copy(os.path.join(tmp, "hello.c"), d)
+        r = run(["sh", "-c", cmd.replace("%s", "v")], dict(base, LD_PRELOAD=lib, MTHEAP_DEBUG="full,-leaks,verbose"),
+                cwd=d, stdin=subprocess.DEVNULL, timeout=100)
+        counts = [(int(a), int(b)) for a, b in re.findall(r"stacks: (\d+) walked by the cached unwind rules, (\d+) by libgcc", r.stderr)]
+        cached, declined = sum(c for c, _ in counts), sum(d for _, d in counts)
+        log.append("%-8s unwinding: %d stacks by the cached rules, %d by libgcc (%d processes)" % (name, cached, declined, len(counts)))
+        if not counts or cached < 100 or declined * 100 > cached:
+            problems.append("%s: the cached unwinder walked %d stacks and declined %d (want under 1%%)" % (name, cached, declined))
     shutil.rmtree(tmp, ignore_errors=True)
     return problems, "\n".join(log)
 

@@ -2,12 +2,13 @@
 """Measure the debug mode's cost: wall time and peak RSS of workloads under glibc, libmtheap,
 and libmtheap-debug with several MTHEAP_DEBUG settings; runs interleaved, medians reported.
 
-    measure.py --build BUILD_DIR [--reps 5] [--before OLD_DEBUG_SO] [--only MODE,...]
-               [--workloads NAME-PREFIX,...]
+    measure.py --build BUILD_DIR [--reps 5] [--before OLD_DEBUG_SO] [--only "MODE;MODE..."]
+               [--workloads NAME-PREFIX,...] [--mode MTHEAP_DEBUG_VALUE ...]
 --before adds `before: debug full`, the full mode of another build's libmtheap-debug.so (to show
 that a change did not slow the default mode down); --only keeps the named modes (libmtheap is
 always kept: the ratios are to it); --workloads keeps workloads whose names start with one of
-the prefixes (malloc_loop, python3, sort, perl, gcc, git).
+the prefixes (malloc_loop, python3, sort, perl, gcc, git); --mode adds `debug VALUE` for any
+other MTHEAP_DEBUG value (repeatable; kept by --only too).
 No assertions: the numbers go into docs/DEBUG.md."""
 import argparse, os, re, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -31,7 +32,8 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--before", help="an older libmtheap-debug.so: its full mode is measured too")
-    ap.add_argument("--only", help="comma-separated mode names to keep")
+    ap.add_argument("--only", help="mode names to keep, separated by ';' (names hold commas)")
+    ap.add_argument("--mode", action="append", default=[], help="an extra MTHEAP_DEBUG value to measure")
     ap.add_argument("--workloads", help="comma-separated workload name prefixes to keep")
     a = ap.parse_args()
     b = os.path.abspath(a.build)
@@ -70,12 +72,19 @@ def main():
     modes = [("glibc", None, None), ("libmtheap", plain, None),
              ("debug sample=10000", debug, "sample=10000"), ("debug sample=1000", debug, "sample=1000"),
              ("debug sample=100", debug, "sample=100"),
-             ("debug full", debug, "full"), ("debug full,unwind=fp", debug, "full,unwind=fp"),
+             ("debug full", debug, "full"), ("debug full,unwind=libgcc", debug, "full,unwind=libgcc"),
+             ("debug full,unwind=fp", debug, "full,unwind=fp"),
              ("debug guards,patterns", debug, "guards,patterns"), ("debug guardpage", debug, "guardpage")]
+    for v in a.mode:
+        if "debug " + v not in [m[0] for m in modes]:
+            modes.append(("debug " + v, debug, v))
     if a.before:
         modes.append(("before: debug full", os.path.abspath(a.before), "full"))
     if a.only:
-        keep = set(a.only.split(",")) | {"libmtheap"}
+        keep = set(m.strip() for m in a.only.split(";")) | {"libmtheap"}
+        unknown = keep - {m[0] for m in modes}
+        if unknown:
+            sys.exit("unknown mode(s) in --only: %s (known: %s)" % (", ".join(sorted(unknown)), "; ".join(m[0] for m in modes)))
         modes = [m for m in modes if m[0] in keep]
     print("| workload | allocator | time s (median of %d) | vs libmtheap | peak RSS MiB |" % a.reps)
     print("|---|---|---|---|---|")
