@@ -96,39 +96,36 @@ static _Unwind_Reason_Code uw_cb(struct _Unwind_Context *ctx, void *arg) {
   return u->n >= u->max ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-static __thread uintptr_t fp_stack_lo, fp_stack_hi __attribute__((tls_model("initial-exec")));
+extern void *__libc_stack_end;
 
-static void fp_bounds(void) {
-  pthread_attr_t a;
-  void *lo;
-  size_t sz;
-  fp_stack_hi = 1;  /* tried */
-  if (pthread_getattr_np(pthread_self(), &a) != 0) return;
-  if (pthread_attr_getstack(&a, &lo, &sz) == 0) {
-    fp_stack_lo = (uintptr_t)lo;
-    fp_stack_hi = (uintptr_t)lo + sz;
-  }
-  pthread_attr_destroy(&a);
+/* The end of the stack the caller runs on, found without a lock or a malloc: pthread_getattr_np
+ * takes the thread's lock and mallocs, and called from a malloc that pthread_getattr_np itself
+ * made (the JVM does that at every thread start) it waited on its own lock for ever.  glibc
+ * puts a thread's descriptor (pthread_self()) at the top of its stack block, above every frame,
+ * also on stacks the program supplies; the main thread's frames lie below __libc_stack_end.
+ * 0: neither holds (a signal stack, a fiber's stack), no end known. */
+#define STACK_MAX ((uintptr_t)1 << 30)
+static uintptr_t stack_end(uintptr_t sp) {
+  uintptr_t top = (uintptr_t)pthread_self();
+  if (sp < top && top - sp < STACK_MAX) return top;
+  top = (uintptr_t)__libc_stack_end;
+  if (sp < top && top - sp < STACK_MAX) return top;
+  return 0;
 }
 
 /* Frame-pointer walk: fast, exact for code built with frame pointers, and stops at the first
- * frame pointer that does not look like one (inside this thread's stack, growing upwards). */
+ * frame pointer that does not look like one (above this frame, below the stack's end, growing
+ * upwards). */
 static int unwind_fp(uintptr_t *pcs, int max, uintptr_t caller) {
-  if (!fp_stack_hi) {
-    mthd_tls.busy++;
-    fp_bounds();
-    mthd_tls.busy--;
-  }
+  uintptr_t *fp = __builtin_frame_address(0);
+  uintptr_t lo = (uintptr_t)fp, hi = stack_end(lo);
   int n = 0;
   if (caller) pcs[n++] = caller;
-  uintptr_t *fp = __builtin_frame_address(0);
   bool skipping = true;
   while (n < max) {
     /* written so that no sum can wrap: a frameless function leaves any value in rbp (gcc's
      * cc1 reached here with -8, which fp + 16 turned into 8) */
-    if ((uintptr_t)fp < fp_stack_lo || fp_stack_hi - fp_stack_lo < 16 || (uintptr_t)fp > fp_stack_hi - 16 ||
-        ((uintptr_t)fp & 7))
-      break;
+    if ((uintptr_t)fp < lo || hi - lo < 16 || (uintptr_t)fp > hi - 16 || ((uintptr_t)fp & 7)) break;
     uintptr_t *next = (uintptr_t *)fp[0];
     uintptr_t ret = fp[1];
     if (ret < 4096) break;
@@ -154,14 +151,9 @@ static int unwind_fp(uintptr_t *pcs, int max, uintptr_t caller) {
 /* The cached CFI walk (unwind.c), with our own frames left out as uw_cb does.  -1: a frame
  * it cannot walk. */
 static int unwind_cached(uintptr_t *pcs, int max) {
-  if (MTHD_UNLIKELY(!fp_stack_hi)) {
-    mthd_tls.busy++;
-    fp_bounds();
-    mthd_tls.busy--;
-  }
   uintptr_t raw[MTHD_MAX_DEPTH + 32];
   int room = max + 32 < (int)(sizeof raw / sizeof raw[0]) ? max + 32 : (int)(sizeof raw / sizeof raw[0]);
-  int got = mthd_unwind_cached(raw, room, fp_stack_hi > 1 ? fp_stack_hi : 0);
+  int got = mthd_unwind_cached(raw, room, stack_end((uintptr_t)__builtin_frame_address(0)));
   if (got < 0) return -1;
   int n = 0;
   for (int i = 0; i < got && n < max; i++)

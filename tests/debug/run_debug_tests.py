@@ -7,7 +7,7 @@ A corpus case passes when stderr holds a report of the expected kind (first line
 "==PID== mtheap-debug: KIND on address ..."), the expected function appears in the expected stack
 section (allocation site, free site, or the detecting call), the extra patterns match, and the
 process ends as expected (SIGABRT, SIGSEGV or an exit code).  'real_programs' runs python3, git,
-gcc, sort and perl without the library, under full, full,-leaks, full,unwind=fp, sample=3 and guardpage, and requires the
+gcc, sort, perl, sqlite3 and a JVM without the library, under full, full,-leaks, full,unwind=fp, sample=3 and guardpage, and requires the
 same output and exit status and no error report (leak reports only where the program leaks).
 """
 import argparse
@@ -201,6 +201,26 @@ def check_clean(lib, bindir, name):
     return problems, r.stderr
 
 
+JAVA_HELLO = """import java.util.*;
+import java.util.zip.*;
+public class Hello {
+  public static void main(String[] a) throws Exception {
+    Map<String, Integer> m = new HashMap<>();
+    for (int i = 0; i < 200000; i++) m.merge("k" + (i % 5000), 1, Integer::sum);
+    byte[] data = String.join(",", new TreeSet<>(m.keySet())).getBytes("UTF-8");
+    long total = 0;
+    for (int r = 0; r < 50; r++) {
+      Deflater d = new Deflater(); d.setInput(data); d.finish();
+      byte[] out = new byte[data.length + 64]; int n = d.deflate(out); d.end();
+      Inflater f = new Inflater(); f.setInput(out, 0, n);
+      byte[] back = new byte[data.length]; total += f.inflate(back); f.end();
+    }
+    System.out.println(m.size() + " " + total);
+  }
+}
+"""
+
+
 def real_programs(lib):
     tmp = tempfile.mkdtemp(prefix="mthd-real-")
     problems, log = [], []
@@ -216,6 +236,14 @@ def real_programs(lib):
     script = ("import json, re, collections\n"
               "d = collections.Counter(re.findall(r'\\w+', json.dumps([{'k%d' % i: list(range(i % 20))} for i in range(5000)])))\n"
               "print(len(d), sum(d.values()))\n")
+    with open(os.path.join(tmp, "Hello.java"), "w") as f:
+        f.write(JAVA_HELLO)
+    # compiled once, without the library: the JVM runs under it below
+    if subprocess.run(["javac", "-d", tmp, os.path.join(tmp, "Hello.java")]).returncode != 0:
+        return ["javac failed: the JVM case cannot run (scripts/deps.sh installs openjdk-17-jdk-headless)"], ""
+    sql = ("create table t(a,b); with recursive c(x) as (select 1 union all select x+1 from c where x<20000) "
+           "insert into t select x, hex(randomblob(20)) from c; create index i on t(b); "
+           "select count(*), sum(length(b)) from t;")
     git = "git init -q r && cd r && echo a > f && git add f && git -c user.name=t -c user.email=t@t commit -qm one && " \
           "echo b >> f && git -c user.name=t -c user.email=t@t commit -qam two && git log --format=%s"
     # (name, shell command, leaks: True if the program frees what it allocates by exit)
@@ -225,6 +253,9 @@ def real_programs(lib):
         ("gcc", "gcc -O1 -o hello_%s hello.c && ./hello_%s", False),
         ("sort", "sort lines.txt | md5sum", True),
         ("perl", "perl -e 'my %h; $h{$_} = $_ * 2 for 1..100000; my $s = 0; $s += $_ for values %h; print \"$s\\n\"'", False),
+        ("sqlite3", "sqlite3 :memory: %s" % shquote(sql), True),
+        # the JVM: its own threads, stacks and signal handlers; native zlib through malloc
+        ("java", "java -Xshare:auto -cp %s Hello" % shquote(tmp), False),
     ]
     for name, cmd, leak_clean in progs:
         outs = {}
@@ -256,7 +287,7 @@ def real_programs(lib):
     # the cached unwind rules must walk these programs' stacks themselves: a frame shape they
     # wrongly decline sends every stack to libgcc (slow, but silently right)
     for name, cmd, _ in progs:
-        if name not in ("python3", "gcc", "perl"):
+        if name not in ("python3", "gcc", "perl", "java"):
             continue
         d = os.path.join(tmp, "verbose")
         os.makedirs(d, exist_ok=True)
