@@ -117,6 +117,7 @@ void mthd_options_init(void) {
 
   bool guards = false, patterns = false, quarantine = false, audit = false, leaks = false;
   bool named = false, guardpage = false, slots_set = false, max_set = false;
+  bool features_named = false;  /* an item that sets guards/patterns/quarantine/audit/leaks */
   char buf[4096];
   const char *env = read_env(buf, sizeof buf);
   char *s = env ? buf : NULL;
@@ -135,14 +136,14 @@ void mthd_options_init(void) {
     bool on = !off;
     size_t z;
     bool b;
-#define FEATURE(name, var) else if (!strcmp(item, name)) { var = on; named = true; if (val) opt_warn(name, "takes no value"); }
+#define FEATURE(name, var) else if (!strcmp(item, name)) { var = on; named = features_named = true; if (val) opt_warn(name, "takes no value"); }
     if (!strcmp(item, "full") || !strcmp(item, "all")) {
       guards = patterns = quarantine = audit = leaks = on;
-      named = true;
+      named = features_named = true;
     } else if (!strcmp(item, "none") || !strcmp(item, "off")) {
       guards = patterns = quarantine = audit = leaks = false;
       o->sample = 0;
-      named = true;
+      named = features_named = true;
     }
     FEATURE("guards", guards)
     FEATURE("patterns", patterns)
@@ -150,7 +151,7 @@ void mthd_options_init(void) {
     FEATURE("leaks", leaks)
     else if (!strcmp(item, "quarantine")) {
       quarantine = on;
-      named = true;
+      named = features_named = true;
       if (val && !parse_size(val, &o->quarantine_bytes)) opt_warn("quarantine", "needs a size (e.g. quarantine=64M)");
       if (val && o->quarantine_bytes == 0) quarantine = false;
     } else if (!strcmp(item, "sample")) {
@@ -201,6 +202,10 @@ void mthd_options_init(void) {
 #undef FEATURE
   }
   if (!named) guards = patterns = quarantine = audit = leaks = true;
+  /* guardpage alone: the blocks that get no slot (beyond the slots, larger than their size)
+   * are checked the way full checks every block, less the leak check (which would see only
+   * them): a double free, an overflow or a write after free of those is found too */
+  if (guardpage && !features_named) guards = patterns = quarantine = audit = true;
   if (guardpage) {
     o->sample = 1;
     if (!slots_set) o->sample_slots = MTHD_GUARDPAGE_SLOTS;

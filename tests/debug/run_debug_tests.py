@@ -102,9 +102,15 @@ CASES = {
     # without headers (sample=N alone) the core finds the bad pointer: same report, with the stack
     "sample_invalid_free_stack": ("sample=1", "bad-free", "free_local_name", "detect", ABORT,
                                   [r"on the stack of the calling thread"], None, [], "invalid_free_stack"),
-    # double frees of blocks no guard-page slot records: found by the core's free, same kind
+    # double frees of blocks no guard-page slot holds (larger than 64 KiB): guardpage checks
+    # them with headers, so the report has the allocation and the first free
     "double_free_unsampled": ("guardpage", "double-free", "release_frame", "detect", ABORT,
-                              [r"\(free\(\) of a \d+-byte block that is free already\)"]),
+                              [r"\(free\(\) of a 100000-byte block freed before\)", r"in make_frame"],
+                              ("free", "release_frame")),
+    # ... also with another free between, and the second free on another thread
+    "double_free_late": ("guardpage", "double-free", "make_image", "alloc", ABORT,
+                         [r"\(free\(\) of a 100000-byte block freed before\)", r"in release_late"],
+                         ("free", "drop_image")),
     "sample_double_free": ("sample=1000", "double-free", "release_buffer", "detect", ABORT,
                            [r"\(free\(\) of a 1\d\d-byte block that is free already\)"], None, [], "double_free"),
     # a plugin unloaded and another loaded at its address: the stack must run through it

@@ -1,6 +1,6 @@
 /* Expected (MTHEAP_DEBUG=guardpage): double-free, detected in release_frame.  The block is
- * larger than the guard-page slots (64 KiB), so no slot records it: the core's free finds it
- * free already and the report still names the kind and the caller. */
+ * larger than the guard-page slots (64 KiB), so no slot holds it: guardpage checks such blocks
+ * with a header, and the report names the allocation and the first free. */
 #include <stdlib.h>
 #include <string.h>
 
