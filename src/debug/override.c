@@ -412,7 +412,7 @@ __attribute__((destructor(101))) static void mthd_exit(void) {
     long walks, declined;
     mthd_unwind_counts(&walks, &declined);
     mthd_printf(&o, "==%d== mtheap-debug: stacks: %ld walked by the cached unwind rules, %ld by libgcc's unwinder\n",
-                (int)getpid(), walks - declined, declined);
+                (int)getpid(), walks > declined ? walks - declined : 0, declined);
     mthd_flush(&o);
   }
   if (!code && atomic_load(&mthd_errors) > 0) code = mthd_opt.error_exitcode;

@@ -66,6 +66,10 @@ typedef struct {
 
 static _Atomic(uw_slot_t *) uw_table;
 static _Atomic long uw_walks, uw_declined;
+/* walks are counted per thread and added to uw_walks 64 at a time: a shared counter bumped on
+ * every capture would be a contended cache line in every multithreaded program */
+#define UW_WALKS_BATCH 64
+static __thread unsigned uw_walks_mine __attribute__((tls_model("initial-exec")));
 static _Atomic int uw_tables_made;
 static _Atomic bool uw_off;
 
@@ -402,7 +406,8 @@ static uint64_t uw_rule(uw_slot_t *t, uintptr_t ra) {
 }
 
 void mthd_unwind_counts(long *walks, long *declined) {
-  *walks = atomic_load_explicit(&uw_walks, memory_order_relaxed);
+  /* the other threads' last partial batches are not in it: up to 63 walks each */
+  *walks = atomic_load_explicit(&uw_walks, memory_order_relaxed) + uw_walks_mine;
   *declined = atomic_load_explicit(&uw_declined, memory_order_relaxed);
 }
 
@@ -416,7 +421,10 @@ static int uw_decline(void) {
  * stack_hi: the end of this thread's stack if the caller knows it (0 if not); a CFA beyond it
  * means a rule does not fit this stack, and the walk gives up before reading there. */
 __attribute__((noinline)) int mthd_unwind_cached(uintptr_t *pcs, int max, uintptr_t stack_hi) {
-  atomic_fetch_add_explicit(&uw_walks, 1, memory_order_relaxed);
+  if (MTHD_UNLIKELY(++uw_walks_mine == UW_WALKS_BATCH)) {
+    atomic_fetch_add_explicit(&uw_walks, UW_WALKS_BATCH, memory_order_relaxed);
+    uw_walks_mine = 0;
+  }
   if (atomic_load_explicit(&uw_off, memory_order_relaxed)) return uw_decline();
   uw_slot_t *t = atomic_load_explicit(&uw_table, memory_order_acquire);
   if (MTHD_UNLIKELY(!t)) {
