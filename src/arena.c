@@ -73,8 +73,8 @@ bool mth_arena_contains(const void *p) { return mth_region_of(p) != NULL; }
 /* First fit: a run of n free slots whose slot (i + lead) starts on a multiple of step.
  * With dirty, only runs that start on a dirty slot: reusing memory that is still resident
  * saves the page faults a purged run would cost (the landscape's malloc-large lesson). */
-static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t lead, bool dirty) {
-  size_t i = 0;
+static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t lead, bool dirty, size_t from) {
+  size_t i = from;
   while (i + n <= r->nslots) {
     const uint64_t *w = dirty ? r->dirty_bits : r->free_bits;
     if (w[i >> 6] == 0 && (i & 63) == 0) { i += 64; continue; }
@@ -110,18 +110,34 @@ mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *i
   mth_region_t *r = NULL;
   long s = -1;
   size_t nr = atomic_load(&mth_nregions);
-  for (int pass = 0; pass < 2 && s < 0; pass++) {
-    for (size_t i = 0; i < nr && s < 0; i++) {
-      s = mth_region_find(mth_regions[i], nslots, step, lead, pass == 0);
-      if (s >= 0) r = mth_regions[i];
+  /* among the runs that start dirty, the one with the most dirty slots: every clean slot a
+   * run takes is page faults when the block is touched, and resident memory on top */
+  size_t best_dirty = 0;
+  for (size_t i = 0; i < nr; i++) {
+    mth_region_t *ri = mth_regions[i];
+    for (long c = mth_region_find(ri, nslots, step, lead, true, 0); c >= 0;
+         c = mth_region_find(ri, nslots, step, lead, true, (size_t)c + 1)) {
+      size_t d = 0;
+      for (size_t k = (size_t)c; k < (size_t)c + nslots; k++) d += bit_get(ri->dirty_bits, k);
+      if (d > best_dirty) {
+        best_dirty = d;
+        s = c;
+        r = ri;
+        if (d == nslots) break;
+      }
     }
+    if (best_dirty == nslots) break;
+  }
+  for (size_t i = 0; i < nr && s < 0; i++) {
+    s = mth_region_find(mth_regions[i], nslots, step, lead, false, 0);
+    if (s >= 0) r = mth_regions[i];
   }
   if (s < 0) {
     size_t need = ((nslots + step) << MTH_SEG_SHIFT);
     size_t size = mth_opt.region_size;
     if (need > size) size = (need + MTH_REGION_SIZE - 1) & ~(MTH_REGION_SIZE - 1);
     r = mth_region_new(size);
-    if (r) s = mth_region_find(r, nslots, step, lead, false);
+    if (r) s = mth_region_find(r, nslots, step, lead, false, 0);
   }
   if (s < 0) {
     mth_unlock(&mth_arena_lock);

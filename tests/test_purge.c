@@ -1,5 +1,5 @@
 /* Memory goes back to the OS, and the steady state makes no mmap/munmap calls.
- * Usage: test_purge return|thread|remote|nommap|reuse   (linked with libmtheap.so)
+ * Usage: test_purge return|thread|remote|nommap|reuse|dirtiest   (linked with libmtheap.so)
  *
  *   return   ~1 GiB in mixed sizes (mostly 4 KiB..1 MiB, some huge) allocated and freed by
  *            the main thread, which then keeps doing a little malloc/free work every
@@ -16,6 +16,8 @@
  *            takes it unpurged, a bigger block that does not fit goes elsewhere without
  *            purging it (doing so cost `large -i 400` 14-30% in time: the next blocks faulted
  *            in what had just been dropped), and the purge delay then returns it.
+ *   dirtiest a run of huge slots is taken where the most of it is still resident, not at the
+ *            first run that starts on a resident slot.
  */
 #include "testutil.h"
 #include <sys/mman.h>
@@ -167,6 +169,40 @@ static size_t resident_pages(void *p, size_t n) {
   return r;
 }
 
+static int in_run(const char *p, const char *run, size_t run_size) {
+  return p >= run - ((size_t)1 << 20) && p < run + run_size;
+}
+
+/* A 3-slot run with one resident slot comes first in the address space, a fully resident one
+ * later: a new 3-slot block takes the later one (first fit among runs starting on a resident
+ * slot took the first, and faulted in its two purged slots). */
+static void case_dirtiest(void) {
+  const size_t mib = (size_t)1 << 20;
+  free(malloc(16));   /* the thread's span segment exists before the runs are made */
+  char *a = malloc(10 * mib), *w1 = malloc(3 * mib), *c = malloc(10 * mib), *w2 = malloc(3 * mib);
+  TCHECK(a && w1 && c && w2);
+  memset(a, 1, 10 * mib);
+  memset(c, 2, 10 * mib);
+  TCHECKF(a < c, "the runs should be laid out in order (%p, %p)", (void *)a, (void *)c);
+  free(a);
+  mtheap_collect(true);   /* a's slots purged: clean */
+  size_t left = resident_pages(a, 8 * mib);
+  TCHECKF(left == 0, "a's run should be purged by mtheap_collect(true): %zu pages resident", left);
+  char *e = malloc(3 * mib);   /* one slot, the first free one: a's first */
+  TCHECKF(e != NULL && in_run(e, a, 4 * mib), "a 3 MiB block should take a's first slot (%p, run at %p)",
+          (void *)e, (void *)a);
+  memset(e, 3, 3 * mib);
+  free(e);                     /* a's run: one resident slot, two purged */
+  free(c);                     /* c's run: three resident slots */
+  char *f = malloc(10 * mib);
+  TCHECK(f != NULL);
+  TCHECKF(in_run(f, c, 12 * mib), "a 10 MiB block should take the fully resident run at %p, got %p "
+          "(the run at %p has two purged slots)", (void *)c, (void *)f, (void *)a);
+  free(f);
+  free(w1);
+  free(w2);
+}
+
 static void case_reuse(void) {
   const size_t mib = (size_t)1 << 20;
   free(malloc(16));   /* the thread's span segment exists before the hole is made */
@@ -247,8 +283,10 @@ int main(int argc, char **argv) {
     case_nommap();
   } else if (!strcmp(c, "reuse")) {
     case_reuse();
+  } else if (!strcmp(argv[1], "dirtiest")) {
+    case_dirtiest();
   } else {
-    TFAIL("usage: %s return|thread|remote|nommap|reuse", argv[0]);
+    TFAIL("usage: %s return|thread|remote|nommap|reuse|dirtiest", argv[0]);
   }
   return 0;
 }
