@@ -200,7 +200,8 @@ MTHD_HIDDEN void mthd_note_writer_unknown(mthd_out_t *o, const char *when);
 MTHD_HIDDEN void mthd_vprintf(mthd_out_t *o, const char *fmt, va_list ap);
 MTHD_HIDDEN void mthd_flush(mthd_out_t *o);
 MTHD_HIDDEN void mthd_hexdump(mthd_out_t *o, const uint8_t *p, size_t n, uint8_t expect);
-MTHD_HIDDEN void mthd_print_stack(mthd_out_t *o, const uintptr_t *pcs, int n, bool signal_safe);
+/* fault: pcs[0] is the faulting instruction (a signal's frame), not a return address */
+MTHD_HIDDEN void mthd_print_stack(mthd_out_t *o, const uintptr_t *pcs, int n, bool fault);
 MTHD_HIDDEN void mthd_print_stack_id(mthd_out_t *o, uint32_t id);
 MTHD_HIDDEN void mthd_print_block(mthd_out_t *o, const mthd_hdr_t *h);
 MTHD_HIDDEN void mthd_report_begin(mthd_out_t *o, const char *kind, const void *addr, const char *fmt, ...);

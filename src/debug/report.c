@@ -3,13 +3,14 @@
  *
  * Invariants
  *   - no malloc, no stdio: output is formatted here and written with write(2) to stderr, so a
- *     report works with a corrupt heap and (with signal_safe stacks) inside a signal handler;
+ *     report works with a corrupt heap and inside a signal handler;
  *   - one report at a time: mthd_report_begin takes the report lock (re-entrant for the owning
  *     thread) and raises mthd_tls.busy, so allocations made while reporting (none are expected)
  *     would get internal blocks and never a nested report;
  *   - symbols come from the shared symbolizer (src/plockstat/symbolize.c, mmap-only, no libdw);
- *     source lines from binutils' addr2line, spawned with vfork+execve at report time only,
- *     never from the signal handler, and only for objects that carry .debug_line.
+ *     source lines from binutils' addr2line, spawned with vfork+execve at report time only
+ *     (the SIGSEGV handler's reports included: each step is async-signal-safe), and only for
+ *     objects that carry .debug_line.
  */
 #include "mthd.h"
 
@@ -262,7 +263,9 @@ static void lines_for(const char *path, int *idx, int n) {
   }
 }
 
-void mthd_print_stack(mthd_out_t *o, const uintptr_t *pcs, int n, bool signal_safe) {
+/* Symbols from our own reader; file:line from addr2line, run with vfork+execve, which is fine in
+ * the SIGSEGV handler as well (no lock, no malloc: pipe, vfork, execve, read, waitpid). */
+void mthd_print_stack(mthd_out_t *o, const uintptr_t *pcs, int n, bool fault) {
   if (n <= 0) {
     puts_(o, "    (no stack recorded: add 'audit' to MTHEAP_DEBUG)\n");
     return;
@@ -274,9 +277,9 @@ void mthd_print_stack(mthd_out_t *o, const uintptr_t *pcs, int n, bool signal_sa
     frame_t *f = &frames[i];
     f->func[0] = f->line[0] = 0;
     /* return addresses: the call is the byte before (the signal handler's frame 0 is not) */
-    f->found = sym && psym_lookup(sym, pcs[i], !(signal_safe && i == 0), &f->info) == 0;
+    f->found = sym && psym_lookup(sym, pcs[i], !(fault && i == 0), &f->info) == 0;
   }
-  if (!signal_safe && mthd_opt.lines) {
+  if (mthd_opt.lines) {
     int done[MTHD_MAX_DEPTH + 1] = {0};
     int idx[MTHD_MAX_DEPTH + 1];
     for (int i = 0; i < n; i++) {
@@ -285,12 +288,14 @@ void mthd_print_stack(mthd_out_t *o, const uintptr_t *pcs, int n, bool signal_sa
       for (int j = i; j < n; j++)
         if (!done[j] && frames[j].found && !strcmp(frames[j].info.path, frames[i].info.path)) {
           done[j] = 1;
-          /* ask about the call instruction, not the return address */
-          if (frames[j].info.file_vaddr) frames[j].info.file_vaddr--;
+          /* ask about the call instruction, not the return address (a faulting
+           * instruction is asked about itself) */
+          if (frames[j].info.file_vaddr && !(fault && j == 0)) frames[j].info.file_vaddr--;
           idx[k++] = j;
         }
       lines_for(frames[i].info.path, idx, k);
-      for (int j = 0; j < k; j++) frames[idx[j]].info.file_vaddr++;
+      for (int j = 0; j < k; j++)
+        if (!(fault && idx[j] == 0)) frames[idx[j]].info.file_vaddr++;
     }
   }
   for (int i = 0; i < n; i++) {

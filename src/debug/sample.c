@@ -199,15 +199,15 @@ static size_t slot_index(uintptr_t a, bool *in_guard) {
   return rel / unit;
 }
 
-static void print_slot(mthd_out_t *o, slot_t *s, bool signal_safe) {
+static void print_slot(mthd_out_t *o, slot_t *s) {
   size_t idx = (size_t)(s >= prevs && s < prevs + nslots ? s - prevs : s - slots);
   mthd_printf(o, "  block %p..%p (%zu bytes, %s, sampled: guard page at %p) allocated by thread %u at:\n", (void *)s->user,
               (void *)(s->user + s->size), s->size, mthd_family_alloc_name(s->family, s->flags),
               (void *)slot_end(idx), s->alloc_tid);
-  mthd_print_stack(o, s->alloc_pcs, s->nalloc, signal_safe);
+  mthd_print_stack(o, s->alloc_pcs, s->nalloc, false);
   if (atomic_load(&s->state) == SLOT_FREED) {
     mthd_printf(o, "  freed by thread %u at:\n", s->free_tid);
-    mthd_print_stack(o, s->free_pcs, s->nfree, signal_safe);
+    mthd_print_stack(o, s->free_pcs, s->nfree, false);
   }
 }
 
@@ -228,7 +228,7 @@ static slot_t *slot_of_user(void *p, const char *fn, uintptr_t caller) {
     mthd_report_begin(&o, "bad-free", p, "(%s() of a pointer malloc never returned, inside the sample pool)", fn);
     s = NULL;
   }
-  if (s) print_slot(&o, s, false);
+  if (s) print_slot(&o, s);
   mthd_report_end(&o, caller, fn);
   return NULL;
 }
@@ -254,7 +254,7 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
   if (family != s->family) {  /* new/delete mixed up: known exactly for sampled blocks too */
     mthd_out_t o;
     mthd_report_begin(&o, "alloc-dealloc-mismatch", p, "(%s vs %s)", mthd_family_alloc_name(s->family, 0), fn);
-    print_slot(&o, s, false);
+    print_slot(&o, s);
     mthd_report_end(&o, caller, fn);
   }
   /* the slack before the block and after it (up to 15 bytes with the default alignment) */
@@ -271,7 +271,7 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
                       "(%zu byte%s %s a %zu-byte block)", dist, dist == 1 ? "" : "s", over ? "past" : "before", s->size);
     mthd_printf(&o, "  WRITE into the slack of a sampled block, found at %s\n", fn);
     if (over) mthd_hexdump(&o, hi, end - (uintptr_t)hi < 64 ? end - (uintptr_t)hi : 64, MTHD_PAT_REDZONE);
-    print_slot(&o, s, false);
+    print_slot(&o, s);
     mthd_report_end(&o, caller, fn);
   }
   pages_close(first, end - first);
@@ -395,12 +395,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
     n = ncfi;
   }
   mthd_print_stack(&o, pcs, n, true);
-  if (s) print_slot(&o, s, true);
+  if (s) print_slot(&o, s);
   if (s && i < nslots && s == &prevs[i]) {
     mthd_printf(&o, "  the slot now holds a %zu-byte block at %p (%zu bytes after the address: read as an underflow "
                     "of it, this would be a heap-buffer-underflow):\n", slots[i].size, (void *)slots[i].user,
                 (size_t)(slots[i].user - a));
-    print_slot(&o, &slots[i], true);
+    print_slot(&o, &slots[i]);
   }
   atomic_fetch_add(&mthd_errors, 1);
   if (mthd_opt.cont) {

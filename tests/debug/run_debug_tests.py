@@ -204,11 +204,12 @@ def check_case(name, lib, bindir):
         problems.append("expected SIGSEGV, got returncode %d" % rc)
     elif isinstance(exit_, int) and rc != exit_:
         problems.append("expected exit %d, got %d" % (exit_, rc))
-    # file:line is a bonus that needs addr2line; when it is there, the allocation site has it
-    if shutil.which("addr2line") and section == "alloc" and "sample" not in opts:
+    # file:line is a bonus that needs addr2line; when it is there, the expected stack has it
+    # (the guard page's SIGSEGV reports too)
+    if shutil.which("addr2line") and section in ("alloc", "detect"):
         src = re.escape(binary) + r"\.cc?:\d+"
-        if not any(re.search(src, l) for l in secs.get("alloc", [])):
-            problems.append("no %s.c:LINE in the allocation stack" % name)
+        if not any(re.search(src, l) for l in secs.get(section, [])):
+            problems.append("no %s.c:LINE in the %s stack" % (binary, section))
     return problems, err
 
 
