@@ -3,7 +3,9 @@
  * Why: every mmap/munmap takes the kernel's mmap lock for writing and stalls all page faults of
  * the process (the NTT report's 300 ms mallocs).  Regions are reserved once and never unmapped;
  * freed runs are kept (dirty) and reused, and their pages are given back with madvise only after
- * the purge delay, so steady-state allocation of any size makes no mmap or munmap call.
+ * the purge delay, so steady-state allocation of any size makes no mmap or munmap call.  A new
+ * run goes where the most of its slots are still dirty: each clean slot it takes is page
+ * faults and new resident memory.
  *
  * Invariants (under mth_arena_lock):
  *   - free bit set    => slot belongs to no run; dirty bit says whether it may be resident.
@@ -70,9 +72,9 @@ static mth_region_t *mth_region_of(const void *p) {
 
 bool mth_arena_contains(const void *p) { return mth_region_of(p) != NULL; }
 
-/* First fit: a run of n free slots whose slot (i + lead) starts on a multiple of step.
- * With dirty, only runs that start on a dirty slot: reusing memory that is still resident
- * saves the page faults a purged run would cost (the landscape's malloc-large lesson). */
+/* First fit from slot `from`: a run of n free slots whose slot (i + lead) starts on a multiple
+ * of step.  With dirty, only runs that start on a dirty slot: reusing memory that is still
+ * resident saves the page faults a purged run would cost (the landscape's malloc-large lesson). */
 static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t lead, bool dirty, size_t from) {
   size_t i = from;
   while (i + n <= r->nslots) {
@@ -102,32 +104,36 @@ static void mth_run_claim(mth_region_t *r, size_t s, size_t n, uint32_t head, bo
   if (is_zero) *is_zero = zero;
 }
 
+/* Among the runs that start on a dirty slot, the one with the most dirty slots (the first
+ * such, stopping at a fully dirty one); -1 if no run starts dirty. */
+static long mth_arena_find_dirtiest(size_t nr, size_t nslots, size_t step, size_t lead, mth_region_t **rp) {
+  long best = -1;
+  size_t best_dirty = 0;
+  for (size_t i = 0; i < nr; i++) {
+    mth_region_t *r = mth_regions[i];
+    for (long c = mth_region_find(r, nslots, step, lead, true, 0); c >= 0;
+         c = mth_region_find(r, nslots, step, lead, true, (size_t)c + 1)) {
+      size_t d = 0;
+      for (size_t k = (size_t)c; k < (size_t)c + nslots; k++) d += bit_get(r->dirty_bits, k);
+      if (d > best_dirty) {
+        best_dirty = d;
+        best = c;
+        *rp = r;
+        if (d == nslots) return best;
+      }
+    }
+  }
+  return best;
+}
+
 /* A run of nslots; with align > 4 MiB, slot (start + lead) is aligned to it. */
 mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *is_zero) {
   size_t step = align > MTH_SEG_SIZE ? align >> MTH_SEG_SHIFT : 1;
   if (align > MTH_REGION_SIZE) return NULL;
   mth_lock(&mth_arena_lock);
   mth_region_t *r = NULL;
-  long s = -1;
   size_t nr = atomic_load(&mth_nregions);
-  /* among the runs that start dirty, the one with the most dirty slots: every clean slot a
-   * run takes is page faults when the block is touched, and resident memory on top */
-  size_t best_dirty = 0;
-  for (size_t i = 0; i < nr; i++) {
-    mth_region_t *ri = mth_regions[i];
-    for (long c = mth_region_find(ri, nslots, step, lead, true, 0); c >= 0;
-         c = mth_region_find(ri, nslots, step, lead, true, (size_t)c + 1)) {
-      size_t d = 0;
-      for (size_t k = (size_t)c; k < (size_t)c + nslots; k++) d += bit_get(ri->dirty_bits, k);
-      if (d > best_dirty) {
-        best_dirty = d;
-        s = c;
-        r = ri;
-        if (d == nslots) break;
-      }
-    }
-    if (best_dirty == nslots) break;
-  }
+  long s = mth_arena_find_dirtiest(nr, nslots, step, lead, &r);
   for (size_t i = 0; i < nr && s < 0; i++) {
     s = mth_region_find(mth_regions[i], nslots, step, lead, false, 0);
     if (s >= 0) r = mth_regions[i];
