@@ -164,7 +164,7 @@ int mthd_block_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
     if (show > 64) show = 64;
     mthd_printf(&o, "  right redzone at %p (block+%zu), %zu bytes shown:\n", (void *)(user + h->size), (size_t)h->size, show);
     mthd_hexdump(&o, user + h->size, show, MTHD_PAT_REDZONE);
-    mthd_note_writer_unknown(&o, when);
+    mthd_note_writer_unknown(&o, when, false);
     mthd_print_block(&o, h);
     memset(user + h->size, MTHD_PAT_REDZONE, rlen);
     h->flags |= MTHD_F_REPORTED;
@@ -182,7 +182,7 @@ int mthd_block_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
     mthd_printf(&o, "  WRITE before the start: left redzone changed, found at %s\n", when);
     mthd_printf(&o, "  left redzone at %p (block-%d):\n", (void *)lz, MTHD_LRZ);
     mthd_hexdump(&o, lz, MTHD_LRZ, MTHD_PAT_REDZONE);
-    mthd_note_writer_unknown(&o, when);
+    mthd_note_writer_unknown(&o, when, true);
     mthd_print_block(&o, h);
     memset(lz, MTHD_PAT_REDZONE, MTHD_LRZ);
     memset(core, MTHD_PAT_REDZONE, (size_t)((uint8_t *)h - core));
@@ -208,7 +208,7 @@ static void report_header_underflow(mthd_hdr_t *h, void *p, const char *fn, uint
   mthd_printf(&o, "  left redzone at %p (block-%d):\n", (void *)lz, MTHD_LRZ);
   mthd_hexdump(&o, lz, MTHD_LRZ, MTHD_PAT_REDZONE);
   mthd_printf(&o, "  (the header's own record may be damaged too; the block is not freed)\n");
-  mthd_note_writer_unknown(&o, fn);
+  mthd_note_writer_unknown(&o, fn, true);
   mthd_print_block(&o, h);
   mthd_report_end(&o, caller, fn);
 }
@@ -403,8 +403,9 @@ size_t mthd_block_usable(void *p, uintptr_t caller) {
   return h->size;
 }
 
-/* Every live block's header and redzones, then the quarantine's free patterns. */
-int mthd_check_all(uintptr_t caller) {
+/* Every live block's header and redzones, then the quarantine's free patterns (at exit, and
+ * from mtheap_check_heap: a block never freed is checked too). */
+int mthd_check_all(const char *when, uintptr_t caller) {
   int errors = 0;
   for (int i = 0; i < MTHD_STRIPES; i++) {
     mthd_stripe_t *s = &mthd_stripes[i];
@@ -412,21 +413,29 @@ int mthd_check_all(uintptr_t caller) {
     mthd_lock(&s->lock);
     for (mthd_hdr_t *h = s->head; h; h = h->next) {
       if (!mthd_hdr_valid(h)) {
+        /* the list led here, so this is a header; with its magic intact the fields after it
+         * were hit from the block's side: an underflow, as free() would report it */
+        void *user = (uint8_t *)h + sizeof *h + MTHD_LRZ;
+        bool under = h->magic == MTHD_MAGIC;
         mthd_out_t o;
-        mthd_report_begin(&o, "heap-corruption", h, "(the header of a live block was overwritten)");
-        mthd_printf(&o, "  header bytes at %p:\n", (void *)h);
-        mthd_hexdump(&o, (const uint8_t *)h, sizeof *h, 0);
         mthd_unlock(&s->lock);
-        mthd_report_end(&o, caller, "mtheap_check_heap");
+        if (under) {
+          report_header_underflow(h, user, when, caller);
+        } else {
+          mthd_report_begin(&o, "heap-corruption", h, "(the header of a live block was overwritten)");
+          mthd_printf(&o, "  header bytes at %p:\n", (void *)h);
+          mthd_hexdump(&o, (const uint8_t *)h, sizeof *h, 0);
+          mthd_report_end(&o, caller, when);
+        }
         errors++;
         mthd_lock(&s->lock);
         break;  /* its links cannot be trusted */
       }
-      errors += mthd_block_check(h, "mtheap_check_heap", caller);
+      errors += mthd_block_check(h, when, caller);
     }
     mthd_unlock(&s->lock);
   }
-  errors += mthd_quarantine_check("mtheap_check_heap", caller);
+  if (mthd_opt.patterns) errors += mthd_quarantine_check(when, caller);
   return errors;
 }
 

@@ -54,6 +54,7 @@ typedef struct {
   size_t sample_max;     /* largest sampled block */
   size_t sample_align;   /* sampled blocks are aligned to at least this (1..16; 1 = natural) */
   bool sample_mprotect;  /* open/close slots with mprotect even where guard markers exist */
+  int sample_side;       /* MTHD_SIDE_*: which guard page a sampled block touches */
   int leaks_exitcode;    /* 0: leaks leave the exit status alone */
   int leaks_max;         /* leak groups printed in full */
   int error_exitcode;    /* with continue: exit status at exit if errors were reported */
@@ -61,6 +62,9 @@ typedef struct {
 } mthd_options_t;
 
 enum { MTHD_UNWIND_CFI, MTHD_UNWIND_LIBGCC, MTHD_UNWIND_FP };
+/* after: overflows fault (underflow writes are found at free); before: underflows fault
+ * (overflow writes found at free); random: each sample picks one, GWP-ASan's way, for fleets */
+enum { MTHD_SIDE_AFTER, MTHD_SIDE_BEFORE, MTHD_SIDE_RANDOM };
 extern MTHD_HIDDEN mthd_options_t mthd_opt;
 MTHD_HIDDEN void mthd_options_init(void);
 /* MTHEAP_DEBUG=guardpage: sample=1 with this many slots (each one guard page apart: 17 pages of
@@ -151,7 +155,7 @@ MTHD_HIDDEN void *mthd_block_realloc(void *p, size_t size, uintptr_t caller);
 MTHD_HIDDEN size_t mthd_block_usable(void *p, uintptr_t caller);
 MTHD_HIDDEN void mthd_block_release(mthd_hdr_t *h);   /* back to the core, from quarantine */
 MTHD_HIDDEN int mthd_block_check(mthd_hdr_t *h, const char *when, uintptr_t caller);
-MTHD_HIDDEN int mthd_check_all(uintptr_t caller);
+MTHD_HIDDEN int mthd_check_all(const char *when, uintptr_t caller);
 MTHD_HIDDEN mthd_hdr_t *mthd_find_block(const void *addr, bool *quarantined);
 
 /* registry of live blocks (guard.c): stripes of doubly linked lists */
@@ -196,7 +200,9 @@ MTHD_HIDDEN void mthd_out_init(mthd_out_t *o);
 MTHD_HIDDEN void mthd_printf(mthd_out_t *o, const char *fmt, ...);
 /* For reports of a write found later (at free, on a check): who wrote is unknown here, and which
  * mode would have stopped at the write. */
-MTHD_HIDDEN void mthd_note_writer_unknown(mthd_out_t *o, const char *when);
+/* the writer of a corruption found after the fact is unknown: say so, and name the mode that
+ * stops at the write (underflow: the guard page goes before the block) */
+MTHD_HIDDEN void mthd_note_writer_unknown(mthd_out_t *o, const char *when, bool underflow);
 MTHD_HIDDEN void mthd_vprintf(mthd_out_t *o, const char *fmt, va_list ap);
 MTHD_HIDDEN void mthd_flush(mthd_out_t *o);
 MTHD_HIDDEN void mthd_hexdump(mthd_out_t *o, const uint8_t *p, size_t n, uint8_t expect);
@@ -224,6 +230,8 @@ MTHD_HIDDEN void *mthd_sample_alloc(size_t size, size_t align, int family, bool 
 MTHD_HIDDEN void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller);
 MTHD_HIDDEN size_t mthd_sample_size(void *p, uintptr_t caller);
 MTHD_HIDDEN void mthd_sample_install_handler(void);
+/* live sampled blocks' slack, checked now; the number of errors reported */
+MTHD_HIDDEN size_t mthd_sample_check(const char *fn, uintptr_t caller);
 MTHD_HIDDEN long mthd_sample_next(void);
 
 /* ---- leaks (leaks.c) ---- */

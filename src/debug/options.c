@@ -10,7 +10,8 @@
  * Syntax (docs/DEBUG.md has the table): a comma-separated list of items.
  *   features   full guards patterns quarantine[=SIZE] audit leaks sample=N guardpage   ("-x"/"no-x" removes)
  *   modifiers  continue qblocks=N qmax=SIZE fill=SIZE depth=N unwind=cfi|libgcc|fp lines=0|1
- *              sample_slots=N sample_max=SIZE sample_align=N sample_mprotect leaks_exitcode=N
+ *              sample_slots=N sample_max=SIZE sample_align=N sample_side=after|before|random
+ *              sample_mprotect leaks_exitcode=N
  *              leaks_max=N exitcode=N
  *              verbose
  * When no item names a feature (unset, empty, or modifiers only), the features are "full".
@@ -111,6 +112,7 @@ void mthd_options_init(void) {
   o->sample_max = (size_t)16 << 10;
   o->sample_align = 16;
   o->sample_mprotect = false;
+  o->sample_side = MTHD_SIDE_AFTER;
   o->leaks_exitcode = 0;
   o->leaks_max = 20;
   o->error_exitcode = 0;
@@ -188,6 +190,9 @@ void mthd_options_init(void) {
       max_set = true;
     } else if (!strcmp(item, "sample_align") && val && parse_size(val, &z) && z >= 1 && z <= 16 && !(z & (z - 1))) {
       o->sample_align = z;
+    } else if (!strcmp(item, "sample_side") && val &&
+               (!strcmp(val, "after") || !strcmp(val, "before") || !strcmp(val, "random"))) {
+      o->sample_side = !strcmp(val, "after") ? MTHD_SIDE_AFTER : !strcmp(val, "before") ? MTHD_SIDE_BEFORE : MTHD_SIDE_RANDOM;
     } else if (!strcmp(item, "sample_mprotect")) {
       o->sample_mprotect = on;
     } else if (!strcmp(item, "leaks_exitcode") && val && parse_size(val, &z) && z <= 255) {

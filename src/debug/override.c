@@ -288,8 +288,8 @@ MTHD_EXPORT void malloc_stats(void) { mtheap_stats_print(stderr); }
 
 MTHD_EXPORT int mtheap_check_heap(void) {
   mthd_init();
-  if (!mthd_opt.headers) return 0;
-  return mthd_check_all(CALLER);
+  int errors = mthd_opt.sample ? (int)mthd_sample_check("mtheap_check_heap", CALLER) : 0;
+  return errors + (mthd_opt.headers ? mthd_check_all("mtheap_check_heap", CALLER) : 0);
 }
 
 /* ---- C++ ---- */
@@ -400,8 +400,11 @@ __attribute__((destructor(101))) static void mthd_exit(void) {
   int code = 0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  /* writes to freed blocks that never left the quarantine: found now, before the leak report */
-  if (mthd_opt.headers && mthd_opt.patterns) mthd_quarantine_check("exit", 0);
+  /* writes past live blocks and into freed blocks that never left the quarantine: found now,
+   * before the leak report */
+  if (mthd_opt.headers) mthd_check_all("exit", 0);
+  /* and writes into the slack of sampled blocks never freed */
+  if (mthd_opt.sample) mthd_sample_check("exit", 0);
   if (mthd_opt.headers && mthd_opt.leaks && mthd_leak_check() > 0) code = mthd_opt.leaks_exitcode;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   if (mthd_opt.verbose) {

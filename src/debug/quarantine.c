@@ -46,7 +46,7 @@ int mthd_pattern_check(mthd_hdr_t *h, const char *when, uintptr_t caller) {
       if (from + show > n) show = n - from;
       mthd_printf(&o, "  bytes at %p (block+%zu):\n", (void *)(user + from), from);
       mthd_hexdump(&o, user + from, show, MTHD_PAT_FREE);
-      mthd_note_writer_unknown(&o, when);
+      mthd_note_writer_unknown(&o, when, false);
       mthd_print_block(&o, h);
       h->flags |= MTHD_F_REPORTED;
       mthd_report_end(&o, caller, when);

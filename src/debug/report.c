@@ -333,11 +333,11 @@ static void print_thread(mthd_out_t *o, uint32_t tid) {
   else mthd_printf(o, "thread %u", tid);
 }
 
-void mthd_note_writer_unknown(mthd_out_t *o, const char *when) {
+void mthd_note_writer_unknown(mthd_out_t *o, const char *when, bool underflow) {
   mthd_printf(o, "  the write itself was not seen, only its effect (checked at %s): the stacks below\n"
                  "  say where the block came from and where this was found, not who wrote; MTHEAP_DEBUG=\n"
-                 "  sample=1 puts every block against a guard page and stops at the writing instruction\n",
-              when);
+                 "  %s puts every block against a guard page and stops at the writing instruction\n",
+              when, underflow ? "guardpage,sample_side=before" : "guardpage");
 }
 
 void mthd_print_block(mthd_out_t *o, const mthd_hdr_t *h) {

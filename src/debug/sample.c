@@ -1,21 +1,29 @@
 /* Sampled guard pages (MTHEAP_DEBUG=sample=N), for production: about one allocation in N is
- * placed in a pool slot, flush against an inaccessible page, so an overflow faults on the
- * faulting instruction; a freed slot is made inaccessible too, so a use after free faults.
- * The SIGSEGV handler recognizes faults inside the pool and reports them.
+ * placed in a pool slot, flush against an inaccessible page, so an overflow (or, placed the
+ * other way, an underflow) faults on the faulting instruction; a freed slot is made
+ * inaccessible too, so a use after free faults.  The SIGSEGV handler recognizes faults inside
+ * the pool and reports them.
  *
  * Pool layout (one reservation; every page of a slot guarded from before its first use, see
  * arm_through, until its block is placed):
  *   [guard][slot 0: slot_pages data][guard][slot 1 ...][guard] ... [slot n-1][guard]
- * A block is placed as close to its slot's end as its alignment allows: the natural alignment
- * min(16, lowest set bit of size), raised to sample_align and to a requested alignment.  sample_align defaults to 16,
- * glibc's promise that real programs rely on (perf crashes with 8-aligned blocks), so only sizes
- * that are multiples of 16 end exactly at the guard page; sample_align=1 gives GWP-ASan's
- * natural alignment (every size flush against the guard) for programs that only need what C
- * requires.  Bytes between the block's end and the guard, and up to SAMPLE_LEFT_RZ bytes
- * before the block, hold MTHD_PAT_REDZONE and are checked at free (a 1-byte overflow of a
- * 23-byte block is then reported at free() instead of at the faulting instruction).  Filling
- * the whole page before a small block instead was a third of a sample's cost (a 4 KiB memset
- * and its scan) for underflows that land far before the block, which are rare.
+ * A block touches one of its two guards, chosen per block by sample_side (after: the default,
+ * overflows fault; before: underflows fault; random: either, GWP-ASan's way, so a fleet finds
+ * both).  Against the guard after it, a block sits as close to its slot's end as its alignment
+ * allows: the natural alignment min(16, lowest set bit of size), raised to sample_align and to a
+ * requested alignment.  sample_align defaults to 16, glibc's promise that real programs rely on
+ * (perf crashes with 8-aligned blocks), so only sizes that are multiples of 16 end exactly at
+ * the guard page; sample_align=1 gives GWP-ASan's natural alignment.  Against the guard before
+ * it, a block starts at its slot's start (page-aligned, so every alignment holds).  Up to
+ * SAMPLE_RZ bytes of slack on each side of the block hold MTHD_PAT_REDZONE and are checked at
+ * free and at exit, so a write into the slack on the side away from the guard (a 1-byte
+ * overflow of a 23-byte block, an underflow of a block placed after) is still reported, with
+ * both stacks, only not on the instruction.  Filling the whole page instead was a third of a
+ * sample's cost (a 4 KiB memset and its scan) for writes that land far from the block, which are
+ * rare; a write that leaves the block's pages faults anyway (the slot's other pages are closed).
+ *
+ * A fault in the guard between slots i and i+1 belongs to whichever of the two live blocks is
+ * nearer: slot i's block overflowed, or slot i+1's underflowed.
  *
  * Pages are opened and closed with guard markers (madvise MADV_GUARD_INSTALL/REMOVE, Linux
  * 6.13+) where the kernel has them, else with mprotect.  Markers live in the page tables: the
@@ -28,6 +36,10 @@
  *     stack capture, no global write;
  *   - slots move FREE -> LIVE -> FREED -> LIVE ...; free slots are reused oldest-freed first
  *     (FIFO), which keeps a freed slot inaccessible as long as possible;
+ *   - a slot's open pages are exactly those its block (at least one byte of it) lies in
+ *     (block_pages), from its placement to its free;
+ *   - gen changes before every placement, so a reader that finds the same gen and state LIVE
+ *     before and after copying a block's slack has copied that block's (mthd_sample_check);
  *   - the slot table lives in its own mmap (not in a root the leak checker scans) and the
  *     handler only reads it: everything the handler calls is async-signal-safe (write, mmap,
  *     open/read of ELF files, madvise, mprotect, sigaction), no stdio, no malloc, no locks.
@@ -37,6 +49,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 #include <unwind.h>
@@ -46,6 +59,8 @@ enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_FREED = 2 };
 typedef struct {
   _Atomic uint8_t state;
   uint8_t family, flags;
+  bool before;              /* placed against the guard before the slot, not after it */
+  _Atomic uint32_t gen;     /* placements of this slot so far */
   uintptr_t user;
   size_t size;
   uint32_t alloc_tid, free_tid;
@@ -80,13 +95,25 @@ static int pages_close(uintptr_t a, size_t len) {
   return use_markers ? madvise((void *)a, len, MADV_GUARD_INSTALL) : mprotect((void *)a, len, PROT_NONE);
 }
 
-enum { SAMPLE_LEFT_RZ = 64 };
-/* Start of the checked slack before a block at user, in its first page. */
-static uintptr_t left_redzone(uintptr_t first, uintptr_t user) {
-  return user - first > SAMPLE_LEFT_RZ ? user - SAMPLE_LEFT_RZ : first;
-}
+enum { SAMPLE_RZ = 64 };
 
-static uintptr_t slot_end(size_t i) { return mthd_pool_start + page + i * unit + slot_pages * page; }
+static uintptr_t page_down(uintptr_t a) { return a & ~(uintptr_t)(page - 1); }
+static uintptr_t page_up(uintptr_t a) { return (a + page - 1) & ~(uintptr_t)(page - 1); }
+/* The pages a block at user of size bytes lies in (a 0-byte block: the page of its address). */
+static void block_pages(uintptr_t user, size_t size, uintptr_t *lo, uintptr_t *hi) {
+  *lo = page_down(user);
+  *hi = page_up(user + (size ? size : 1));
+}
+/* The checked slack around a block: up to SAMPLE_RZ bytes on each side, within its pages (on
+ * the guard's side that is what alignment left: 0-15 bytes, or more for a large alignment). */
+static void block_slack(uintptr_t user, size_t size, uintptr_t *lo, uintptr_t *hi) {
+  uintptr_t plo, phi;
+  block_pages(user, size, &plo, &phi);
+  *lo = user - plo > SAMPLE_RZ ? user - SAMPLE_RZ : plo;
+  *hi = phi - (user + size) > SAMPLE_RZ ? user + size + SAMPLE_RZ : phi;
+}
+static uintptr_t slot_start(size_t i) { return mthd_pool_start + page + i * unit; }
+static uintptr_t slot_end(size_t i) { return slot_start(i) + slot_pages * page; }
 
 /* Slots [0, armed) have all their pages guarded (markers only; under mthd_pool_lock).  Slot i is
  * armed before it is used: the batch doubles, from 64 slots. */
@@ -135,16 +162,21 @@ void mthd_sample_init(void) {
   mthd_pool_end = (uintptr_t)pool + total;
 }
 
-long mthd_sample_next(void) {
-  long n = mthd_opt.sample;
-  if (n <= 1) return 1;
+/* xorshift64 per thread: the sampling gaps and, with sample_side=random, the sides */
+static uint64_t tls_rng(void) {
   uint64_t x = mthd_tls.rng;
   if (x == 0) x = ((uint64_t)mthd_tid() << 32) ^ (uint64_t)(uintptr_t)&x ^ 0x9E3779B97F4A7C15ull;
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
   mthd_tls.rng = x;
-  return 1 + (long)(x % (uint64_t)(2 * n - 1));   /* mean n */
+  return x;
+}
+
+long mthd_sample_next(void) {
+  long n = mthd_opt.sample;
+  if (n <= 1) return 1;
+  return 1 + (long)(tls_rng() % (uint64_t)(2 * n - 1));   /* mean n */
 }
 
 void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintptr_t caller) {
@@ -163,21 +195,30 @@ void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintpt
   qcount--;
   mthd_unlock(&mthd_pool_lock);
   slot_t *s = &slots[i];
-  uintptr_t end = slot_end(i);
-  size_t a = size ? (size_t)1 << __builtin_ctzl(size) : 16;
-  if (a > 16) a = 16;
-  if (a < mthd_opt.sample_align) a = mthd_opt.sample_align;
-  if (a < align) a = align;
-  /* a 0-byte block still gets an address inside the slot (a write to it lands in the slack) */
-  uintptr_t user = (end - (size ? size : 1)) & ~(uintptr_t)(a - 1);
-  uintptr_t first = user & ~(uintptr_t)(page - 1);
-  if (pages_open(first, end - first) != 0) return NULL;
-  uintptr_t lo = left_redzone(first, user);
-  memset((void *)lo, MTHD_PAT_REDZONE, end - lo);
+  bool before = mthd_opt.sample_side == MTHD_SIDE_BEFORE ||
+                (mthd_opt.sample_side == MTHD_SIDE_RANDOM && (tls_rng() >> 32 & 1));
+  uintptr_t user;
+  if (before) {
+    user = slot_start(i);
+  } else {
+    size_t a = size ? (size_t)1 << __builtin_ctzl(size) : 16;
+    if (a > 16) a = 16;
+    if (a < mthd_opt.sample_align) a = mthd_opt.sample_align;
+    if (a < align) a = align;
+    /* a 0-byte block still gets an address inside the slot (a write to it lands in the slack) */
+    user = (slot_end(i) - (size ? size : 1)) & ~(uintptr_t)(a - 1);
+  }
+  uintptr_t plo, phi, rlo, rhi;
+  block_pages(user, size, &plo, &phi);
+  block_slack(user, size, &rlo, &rhi);
+  if (pages_open(plo, phi - plo) != 0) return NULL;
+  memset((void *)rlo, MTHD_PAT_REDZONE, rhi - rlo);
   memset((void *)user, zero ? 0 : MTHD_PAT_ALLOC, size);
   if (atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_FREED) memcpy(&prevs[i], s, sizeof *s);
+  atomic_fetch_add_explicit(&s->gen, 1, memory_order_relaxed);
   s->family = (uint8_t)family;
   s->flags = 0;
+  s->before = before;
   s->user = user;
   s->size = size;
   s->alloc_tid = mthd_tid();
@@ -201,9 +242,9 @@ static size_t slot_index(uintptr_t a, bool *in_guard) {
 
 static void print_slot(mthd_out_t *o, slot_t *s) {
   size_t idx = (size_t)(s >= prevs && s < prevs + nslots ? s - prevs : s - slots);
-  mthd_printf(o, "  block %p..%p (%zu bytes, %s, sampled: guard page at %p) allocated by thread %u at:\n", (void *)s->user,
-              (void *)(s->user + s->size), s->size, mthd_family_alloc_name(s->family, s->flags),
-              (void *)slot_end(idx), s->alloc_tid);
+  mthd_printf(o, "  block %p..%p (%zu bytes, %s, sampled: guard page %s it at %p) allocated by thread %u at:\n",
+              (void *)s->user, (void *)(s->user + s->size), s->size, mthd_family_alloc_name(s->family, s->flags),
+              s->before ? "before" : "after", (void *)(s->before ? slot_start(idx) - page : slot_end(idx)), s->alloc_tid);
   mthd_print_stack(o, s->alloc_pcs, s->nalloc, false);
   if (atomic_load(&s->state) == SLOT_FREED) {
     mthd_printf(o, "  freed by thread %u at:\n", s->free_tid);
@@ -233,6 +274,33 @@ static slot_t *slot_of_user(void *p, const char *fn, uintptr_t caller) {
   return NULL;
 }
 
+/* The slack around slot s's block, read in place or from a copy (lower slack then upper, as
+ * mthd_sample_check lays them out): a write there is reported with both stacks.  1 if found. */
+static size_t slack_check(slot_t *s, const uint8_t *copy, const char *fn, uintptr_t caller) {
+  uintptr_t rlo, rhi, end = s->user + s->size;
+  block_slack(s->user, s->size, &rlo, &rhi);
+  size_t nlo = s->user - rlo, nhi = rhi - end;
+  const uint8_t *lo = copy ? copy : (const uint8_t *)rlo, *hi = copy ? copy + nlo : (const uint8_t *)end;
+  size_t before = mthd_scan_pattern(lo, nlo, MTHD_PAT_REDZONE);
+  size_t after = mthd_scan_pattern(hi, nhi, MTHD_PAT_REDZONE);
+  if (before == nlo && after == nhi) return 0;
+  mthd_out_t o;
+  bool over = after < nhi;
+  uintptr_t a = over ? end + after : rlo + before;
+  size_t dist = over ? (size_t)(a - end + 1) : (size_t)(s->user - a);
+  mthd_report_begin(&o, over ? "heap-buffer-overflow" : "heap-buffer-underflow", (void *)a, "(%zu byte%s %s a %zu-byte block)",
+                    dist, dist == 1 ? "" : "s", over ? "past" : "before", s->size);
+  mthd_printf(&o, "  WRITE into the slack of a sampled block, found at %s%s\n", fn, copy ? " (the block is live)" : "");
+  /* the guard is on the other side: say which placement would have stopped the writer */
+  if (over == s->before)
+    mthd_printf(&o, "  (the block touched the guard page %s it; MTHEAP_DEBUG=...,sample_side=%s faults on the write itself)\n",
+                s->before ? "before" : "after", s->before ? "after" : "before");
+  if (over) mthd_hexdump(&o, hi, nhi < 64 ? nhi : 64, MTHD_PAT_REDZONE);
+  print_slot(&o, s);
+  mthd_report_end(&o, caller, fn);
+  return 1;
+}
+
 size_t mthd_sample_size(void *p, uintptr_t caller) {
   slot_t *s = slot_of_user(p, "malloc_usable_size", caller);
   return s ? s->size : (size_t)-1;
@@ -247,8 +315,6 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
     return;
   }
   size_t i = (size_t)(s - slots);
-  uintptr_t end = slot_end(i);
-  uintptr_t first = s->user & ~(uintptr_t)(page - 1);
   s->free_tid = mthd_tid();
   s->nfree = mthd_unwind(s->free_pcs, mthd_opt.depth, caller);
   if (family != s->family) {  /* new/delete mixed up: known exactly for sampled blocks too */
@@ -257,28 +323,41 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
     print_slot(&o, s);
     mthd_report_end(&o, caller, fn);
   }
-  /* the slack before the block and after it (up to 15 bytes with the default alignment) */
-  uintptr_t lo_rz = left_redzone(first, s->user);
-  const uint8_t *lo = (const uint8_t *)lo_rz, *hi = (const uint8_t *)(s->user + s->size);
-  size_t before = mthd_scan_pattern(lo, s->user - lo_rz, MTHD_PAT_REDZONE);
-  size_t after = mthd_scan_pattern(hi, end - (uintptr_t)hi, MTHD_PAT_REDZONE);
-  if (before < s->user - lo_rz || after < end - (uintptr_t)hi) {
-    mthd_out_t o;
-    bool over = after < end - (uintptr_t)hi;
-    uintptr_t a = over ? (uintptr_t)hi + after : lo_rz + before;
-    size_t dist = over ? (size_t)(a - s->user - s->size + 1) : (size_t)(s->user - a);
-    mthd_report_begin(&o, over ? "heap-buffer-overflow" : "heap-buffer-underflow", (void *)a,
-                      "(%zu byte%s %s a %zu-byte block)", dist, dist == 1 ? "" : "s", over ? "past" : "before", s->size);
-    mthd_printf(&o, "  WRITE into the slack of a sampled block, found at %s\n", fn);
-    if (over) mthd_hexdump(&o, hi, end - (uintptr_t)hi < 64 ? end - (uintptr_t)hi : 64, MTHD_PAT_REDZONE);
-    print_slot(&o, s);
-    mthd_report_end(&o, caller, fn);
-  }
-  pages_close(first, end - first);
+  slack_check(s, NULL, fn, caller);
+  uintptr_t plo, phi;
+  block_pages(s->user, s->size, &plo, &phi);
+  pages_close(plo, phi - plo);
   mthd_lock(&mthd_pool_lock);
   freeq[(qhead + qcount) % nslots] = (uint32_t)i;
   qcount++;
   mthd_unlock(&mthd_pool_lock);
+}
+
+/* Live blocks' slack now (at exit, and from mtheap_check_heap): a write there by a block never
+ * freed is found too.  Another thread may free and close a slot while we look, so the slack is
+ * copied with process_vm_readv (an unreadable page is an error code, not a fault) and kept only
+ * if the slot still holds the same placement afterwards. */
+size_t mthd_sample_check(const char *fn, uintptr_t caller) {
+  if (!slots) return 0;
+  size_t errors = 0, upto = use_markers ? armed : nslots;
+  uint8_t copy[2 * SAMPLE_RZ];  /* block_slack: at most SAMPLE_RZ a side */
+  for (size_t i = 0; i < upto; i++) {
+    slot_t *s = &slots[i];
+    if (atomic_load_explicit(&s->state, memory_order_acquire) != SLOT_LIVE) continue;
+    uint32_t gen = atomic_load_explicit(&s->gen, memory_order_relaxed);
+    uintptr_t rlo, rhi;
+    block_slack(s->user, s->size, &rlo, &rhi);
+    size_t nlo = s->user - rlo, nhi = rhi - s->user - s->size;
+    struct iovec local[2] = {{copy, nlo}, {copy + nlo, nhi}};
+    struct iovec remote[2] = {{(void *)rlo, nlo}, {(void *)(s->user + s->size), nhi}};
+    ssize_t got = process_vm_readv(getpid(), local, 2, remote, 2, 0);
+    atomic_thread_fence(memory_order_acquire);
+    if (got != (ssize_t)(nlo + nhi) || atomic_load_explicit(&s->state, memory_order_relaxed) != SLOT_LIVE ||
+        atomic_load_explicit(&s->gen, memory_order_relaxed) != gen)
+      continue;
+    errors += slack_check(s, copy, fn, caller);
+  }
+  return errors;
 }
 
 /* ---- the fault handler ---- */
@@ -320,6 +399,53 @@ static int cfi_stack(uintptr_t fault, uintptr_t *pcs, int max) {
   return w.found ? w.n : 0;
 }
 
+/* Whose fault at a (in the pool) is: *s the block (NULL: none), *i its slot, *dist how far
+ * outside it (0 inside), and the kind.  In a guard page, the nearer of the live blocks on its
+ * two sides; in a slot, the slot's block (or the block it held before, when a falls there). */
+static const char *fault_owner(uintptr_t a, slot_t **s, size_t *i, size_t *dist) {
+  size_t rel = a - mthd_pool_start;
+  *s = NULL;
+  *i = 0;
+  *dist = 0;
+  bool guard = rel < page || (rel - page) % unit >= slot_pages * page;
+  if (guard) {
+    size_t g = rel < page ? 0 : (rel - page) / unit + 1;   /* the guard before slot g */
+    size_t over = 0, under = 0;
+    if (g >= 1 && g - 1 < nslots && atomic_load(&slots[g - 1].state) == SLOT_LIVE &&
+        a >= slots[g - 1].user + slots[g - 1].size)
+      over = a - slots[g - 1].user - slots[g - 1].size + 1;
+    if (g < nslots && atomic_load(&slots[g].state) == SLOT_LIVE && a < slots[g].user) under = slots[g].user - a;
+    if (!over && !under) return "wild-access";
+    bool is_over = over && (!under || over <= under);
+    *i = is_over ? g - 1 : g;
+    *s = &slots[*i];
+    *dist = is_over ? over : under;
+    return is_over ? "heap-buffer-overflow" : "heap-buffer-underflow";
+  }
+  *i = (rel - page) / unit;
+  if (*i >= nslots) return "wild-access";
+  slot_t *cur = &slots[*i], *prev = &prevs[*i];
+  uint8_t st = atomic_load(&cur->state);
+  if (st == SLOT_FREED) {
+    *s = cur;
+    return "use-after-free";
+  }
+  if (st != SLOT_LIVE) return "wild-access";
+  /* inside the slot's previous block, outside the current one: that block was freed and its
+   * slot given to another; an underflow or overflow of the new block is the other reading */
+  if (prev->size && a >= prev->user && a < prev->user + prev->size) {
+    *s = prev;
+    return "use-after-free";
+  }
+  *s = cur;
+  if (a < cur->user) {
+    *dist = cur->user - a;
+    return "heap-buffer-underflow";
+  }
+  *dist = a - cur->user - cur->size + 1;
+  return "heap-buffer-overflow";
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *ucv) {
   uintptr_t a = (uintptr_t)si->si_addr;
   if (!mthd_in_pool((void *)a) || !slots) {
@@ -332,29 +458,10 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
   uintptr_t fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
   uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
   bool write_ = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-  bool guard;
-  size_t i = slot_index(a, &guard);
-  slot_t *s = NULL;
-  const char *kind = "wild-access";
-  size_t dist = 0;
-  if (guard && i < nslots && atomic_load(&slots[i].state) == SLOT_LIVE && a >= slots[i].user + slots[i].size) {
-    s = &slots[i];
-    kind = "heap-buffer-overflow";
-    dist = a - s->user - s->size + 1;
-  } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_FREED) {
-    s = &slots[i];
-    kind = "use-after-free";
-  } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_LIVE && a < slots[i].user &&
-             prevs[i].size && a >= prevs[i].user && a < prevs[i].user + prevs[i].size) {
-    /* inside the slot's previous block, before the current one: that block was freed and its
-     * slot given to a smaller block; an underflow of the new block is the other reading */
-    s = &prevs[i];
-    kind = "use-after-free";
-  } else if (!guard && i < nslots && atomic_load(&slots[i].state) == SLOT_LIVE && a < slots[i].user) {
-    s = &slots[i];
-    kind = "heap-buffer-underflow";
-    dist = s->user - a;
-  }
+  size_t i;
+  slot_t *s;
+  size_t dist;
+  const char *kind = fault_owner(a, &s, &i, &dist);
   mthd_out_t o;
   mthd_out_init(&o);
   mthd_printf(&o, "==%d== mtheap-debug: %s on address %p ", (int)getpid(), kind, (void *)a);
@@ -397,9 +504,12 @@ static void segv_handler(int sig, siginfo_t *si, void *ucv) {
   mthd_print_stack(&o, pcs, n, true);
   if (s) print_slot(&o, s);
   if (s && i < nslots && s == &prevs[i]) {
-    mthd_printf(&o, "  the slot now holds a %zu-byte block at %p (%zu bytes after the address: read as an underflow "
-                    "of it, this would be a heap-buffer-underflow):\n", slots[i].size, (void *)slots[i].user,
-                (size_t)(slots[i].user - a));
+    slot_t *cur = &slots[i];
+    bool below = a < cur->user;
+    mthd_printf(&o, "  the slot now holds a %zu-byte block at %p (the address is %zu bytes %s it: read as %s of it, "
+                    "this would be a heap-buffer-%s):\n", cur->size, (void *)cur->user,
+                (size_t)(below ? cur->user - a : a - cur->user - cur->size + 1), below ? "before" : "past",
+                below ? "an underflow" : "an overflow", below ? "underflow" : "overflow");
     print_slot(&o, &slots[i]);
   }
   atomic_fetch_add(&mthd_errors, 1);

@@ -33,15 +33,15 @@ CASES = {
                        [r"\(1 byte past a 23-byte block\)", r"\*00 fa fa"]),
     "overflow_1": ("full", "heap-buffer-overflow", "make_record", "alloc", ABORT,
                    [r"\(1 byte past a 40-byte block\)",
-                    r"the write itself was not seen.*\n.*not who wrote; MTHEAP_DEBUG=\n  sample=1 puts every block"]),
+                    r"the write itself was not seen.*\n.*not who wrote; MTHEAP_DEBUG=\n  guardpage puts every block"]),
     "overflow_100": ("full", "heap-buffer-overflow", "make_packet", "alloc", ABORT,
                      [r"bytes past a 64-byte block", r"\*41\*41"]),
     "underflow": ("full", "heap-buffer-underflow", "make_prefix_buffer", "alloc", ABORT,
-                  [r"\(1 byte before a 32-byte block\)"]),
+                  [r"\(1 byte before a 32-byte block\)", r"MTHEAP_DEBUG=\n  guardpage,sample_side=before puts"]),
     "underflow_header": ("full", "heap-buffer-underflow", "make_record_buffer", "alloc", ABORT,
                          [r"\(at least 17 bytes before a 48-byte block: into its header\)"]),
     "use_after_free": ("full", "use-after-free", "make_session", "alloc", ABORT,
-                       [r"write to a freed 36-byte block", r"MTHEAP_DEBUG=\n  sample=1 puts every block"],
+                       [r"write to a freed 36-byte block", r"MTHEAP_DEBUG=\n  guardpage puts every block"],
                        ("free", "close_session")),
     "double_free": ("full", "double-free", "make_buffer", "alloc", ABORT,
                     [r"free\(\) of a 100-byte block freed before"], ("free", "release_buffer")),
@@ -135,6 +135,36 @@ CASES = {
                       [r"READ of memory at", r"\(1 byte past a 32-byte block\)", r"in make_values"]),
     "strlen_overread": ("guardpage", "heap-buffer-overflow", "key_length", "detect", SEGV,
                         [r"READ of memory at", r"\(1 byte past a 16-byte block\)", r"in copy_key"]),
+    # guard page before the block (sample_side=before): underflows stop at the write or read
+    "underflow_before": ("guardpage,sample_side=before", "heap-buffer-underflow", "parse_prefix", "detect", SEGV,
+                         [r"\(1 byte before a 32-byte block\) \[sampled guard page\]", r"WRITE of memory at",
+                          r"in make_prefix_buffer", r"guard page before it at"], None, [], "underflow"),
+    "underflow_header_before": ("guardpage,sample_side=before", "heap-buffer-underflow", "fill_with_prefix", "detect",
+                                SEGV, [r"\(1 byte before a 48-byte block\) \[sampled guard page\]",
+                                       r"in make_record_buffer"], None, [], "underflow_header"),
+    "underflow_read": ("guardpage,sample_side=before", "heap-buffer-underflow", "trim_right", "detect", SEGV,
+                       [r"READ of memory at", r"\(1 byte before a 4-byte block\) \[sampled guard page\]",
+                        r"in make_field"]),
+    # ... and an overflow then lands in the slack after the block: found at free, with the hint
+    "overflow_1_before": ("guardpage,sample_side=before", "heap-buffer-overflow", "make_record", "alloc", ABORT,
+                          [r"\(1 byte past a 40-byte block\)", r"WRITE into the slack of a sampled block, found at free",
+                           r"sample_side=after faults on the write itself"], None, [], "overflow_1"),
+    # a block never freed: its redzone (full) is checked at exit
+    "overflow_at_exit": ("full", "heap-buffer-overflow", "make_config", "alloc", ABORT,
+                         [r"\(1 byte past a 23-byte block\)", r"found at exit"]),
+    # ... and the slack of a sampled block never freed (guardpage): checked at exit too
+    "overflow_at_exit_guardpage": ("guardpage", "heap-buffer-overflow", "make_config", "alloc", ABORT,
+                                   [r"\(1 byte past a 23-byte block\)",
+                                    r"WRITE into the slack of a sampled block, found at exit \(the block is live\)"],
+                                   None, [], "overflow_at_exit"),
+    # the guard page between two slots, one block on each side of it: the nearer block is named
+    "guard_between": ("guardpage,sample_side=random", "heap-buffer-overflow", "poke_past", "detect", SEGV,
+                      [r"\(13 bytes past a 100-byte block\) \[sampled guard page\]",
+                       r"pair: (0x[0-9a-f]+) (0x[0-9a-f]+)\n[\s\S]*block \1\.\.", r"in make_items"], None, ["over"]),
+    "guard_between_under": ("guardpage,sample_side=random", "heap-buffer-underflow", "poke_before", "detect", SEGV,
+                            [r"\(1 byte before a 100-byte block\) \[sampled guard page\]",
+                             r"pair: (0x[0-9a-f]+) (0x[0-9a-f]+)\n[\s\S]*block \2\.\.", r"in make_items"],
+                            None, ["under"], "guard_between"),
     "new_array_delete": ("full", "alloc-dealloc-mismatch", "make_ids", "alloc", ABORT,
                          [r"\(operator new\[\] vs operator delete\)"]),
     "new_free": ("full", "alloc-dealloc-mismatch", "make_widget", "alloc", ABORT,
@@ -286,7 +316,8 @@ def real_programs(lib):
     for name, cmd, leak_clean in progs:
         outs = {}
         # full,unwind=fp: the frame-pointer walk meets frameless code (gcc's cc1 left rbp = -8)
-        for mode in ("plain", "full", "full,-leaks", "full,unwind=fp", "sample=3", "guardpage"):
+        for mode in ("plain", "full", "full,-leaks", "full,unwind=fp", "sample=3", "guardpage",
+                     "guardpage,sample_side=random"):
             c = cmd.replace("%s", mode.replace(",", "_").replace("-", "")) if name == "gcc" else cmd
             d = os.path.join(tmp, mode.replace(",", "_").replace("=", ""))
             os.makedirs(d, exist_ok=True)
@@ -307,7 +338,7 @@ def real_programs(lib):
                 problems.append("%s under %s: error report(s):\n%s" % (name, mode, r.stderr[:3000]))
             if leaks and (leak_clean or mode not in ("full", "full,unwind=fp")):
                 problems.append("%s under %s: leak report:\n%s" % (name, mode, r.stderr[:3000]))
-        for mode in ("full", "full,-leaks", "full,unwind=fp", "sample=3", "guardpage"):
+        for mode in outs:
             if outs[mode] != outs["plain"]:
                 problems.append("%s: output/exit differs under %s: %r vs %r" % (name, mode, outs[mode], outs["plain"]))
     # the cached unwind rules must walk these programs' stacks themselves: a frame shape they
@@ -339,6 +370,11 @@ def main():
     ap.add_argument("--bindir", required=True)
     ap.add_argument("cases", nargs="+")
     a = ap.parse_args()
+    # the programs run in other directories: a relative LD_PRELOAD would not load there (and
+    # the dynamic loader only warns), so every "clean" run would be a run without the library
+    a.lib = os.path.abspath(a.lib)
+    if not os.path.isfile(a.lib):
+        ap.error("--lib %s: no such file" % a.lib)
     names = a.cases
     if names == ["all"]:
         names = sorted(CASES) + CLEAN + ["real_programs"]
