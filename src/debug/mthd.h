@@ -69,7 +69,7 @@ extern MTHD_HIDDEN mthd_options_t mthd_opt;
 MTHD_HIDDEN void mthd_options_init(void);
 /* MTHEAP_DEBUG=guardpage: sample=1 with this many slots (each one guard page apart: 17 pages of
  * address space at most, untouched until used) for blocks up to this size */
-#define MTHD_GUARDPAGE_SLOTS 65536
+#define MTHD_GUARDPAGE_SLOTS 262144
 #define MTHD_GUARDPAGE_MAX ((size_t)64 << 10)
 
 /* ---- process state (override.c) ---- */

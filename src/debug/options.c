@@ -182,7 +182,7 @@ void mthd_options_init(void) {
       o->unwind = !strcmp(val, "fp") ? MTHD_UNWIND_FP : !strcmp(val, "cfi") ? MTHD_UNWIND_CFI : MTHD_UNWIND_LIBGCC;
     } else if (!strcmp(item, "lines") && (!val || parse_bool(val, &b))) {
       o->lines = val ? b && on : on;
-    } else if (!strcmp(item, "sample_slots") && val && parse_size(val, &z) && z >= 1 && z <= 65536) {
+    } else if (!strcmp(item, "sample_slots") && val && parse_size(val, &z) && z >= 1 && z <= ((size_t)1 << 20)) {
       o->sample_slots = z;
       slots_set = true;
     } else if (!strcmp(item, "sample_max") && val && parse_size(val, &z) && z >= 1 && z <= ((size_t)1 << 30)) {

@@ -64,8 +64,8 @@ typedef struct {
   uintptr_t user;
   size_t size;
   uint32_t alloc_tid, free_tid;
-  int nalloc, nfree;
-  uintptr_t alloc_pcs[MTHD_MAX_DEPTH], free_pcs[MTHD_MAX_DEPTH];
+  uint32_t alloc_stack, free_stack;   /* stack depot ids: a slot is 40 bytes, so guardpage's
+                                         262144 slots (and their previous blocks) fit in 20 MiB */
 } slot_t;
 
 MTHD_HIDDEN uintptr_t mthd_pool_start, mthd_pool_end;
@@ -137,6 +137,12 @@ void mthd_sample_init(void) {
   nslots = mthd_opt.sample_slots;
   size_t total = page + nslots * unit;
   void *pool = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (pool == MAP_FAILED) {
+    /* strict overcommit (vm.overcommit_memory=2) charges a writable reservation in full: an
+     * inaccessible one is free, and mprotect opens slots one at a time */
+    pool = mmap(NULL, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (pool != MAP_FAILED) mthd_opt.sample_mprotect = true;
+  }
   if (pool != MAP_FAILED) {
     /* every page a guard before its slot is first used; with markers the slots are armed in
      * growing batches as the free queue (in index order at first) reaches them, since guarding
@@ -151,7 +157,17 @@ void mthd_sample_init(void) {
   }
   size_t meta = 2 * nslots * sizeof(slot_t) + nslots * sizeof(uint32_t);
   void *m = mmap(NULL, meta, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (pool == MAP_FAILED || m == MAP_FAILED) return;
+  if (pool == MAP_FAILED || m == MAP_FAILED) {
+    /* never silently: the user asked for guard pages and gets none */
+    mthd_out_t o;
+    mthd_out_init(&o);
+    mthd_printf(&o, "==%d== mtheap-debug: warning: cannot reserve %zu MiB for %zu guard-page slots; sampling is off "
+                    "(fewer sample_slots or a smaller sample_max need less)\n", (int)getpid(), total >> 20, nslots);
+    mthd_flush(&o);
+    if (pool != MAP_FAILED) munmap(pool, total);
+    if (m != MAP_FAILED) munmap(m, meta);
+    return;
+  }
   slots = m;
   prevs = slots + nslots;
   freeq = (uint32_t *)(prevs + nslots);
@@ -223,8 +239,8 @@ void *mthd_sample_alloc(size_t size, size_t align, int family, bool zero, uintpt
   s->size = size;
   s->alloc_tid = mthd_tid();
   s->free_tid = 0;
-  s->nfree = 0;
-  s->nalloc = mthd_unwind(s->alloc_pcs, mthd_opt.depth, caller);
+  s->free_stack = 0;
+  s->alloc_stack = mthd_stack_capture(caller);
   atomic_store_explicit(&s->state, SLOT_LIVE, memory_order_release);
   return (void *)user;
 }
@@ -245,10 +261,10 @@ static void print_slot(mthd_out_t *o, slot_t *s) {
   mthd_printf(o, "  block %p..%p (%zu bytes, %s, sampled: guard page %s it at %p) allocated by thread %u at:\n",
               (void *)s->user, (void *)(s->user + s->size), s->size, mthd_family_alloc_name(s->family, s->flags),
               s->before ? "before" : "after", (void *)(s->before ? slot_start(idx) - page : slot_end(idx)), s->alloc_tid);
-  mthd_print_stack(o, s->alloc_pcs, s->nalloc, false);
+  mthd_print_stack_id(o, s->alloc_stack);
   if (atomic_load(&s->state) == SLOT_FREED) {
     mthd_printf(o, "  freed by thread %u at:\n", s->free_tid);
-    mthd_print_stack(o, s->free_pcs, s->nfree, false);
+    mthd_print_stack_id(o, s->free_stack);
   }
 }
 
@@ -316,7 +332,7 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
   }
   size_t i = (size_t)(s - slots);
   s->free_tid = mthd_tid();
-  s->nfree = mthd_unwind(s->free_pcs, mthd_opt.depth, caller);
+  s->free_stack = mthd_stack_capture(caller);
   if (family != s->family) {  /* new/delete mixed up: known exactly for sampled blocks too */
     mthd_out_t o;
     mthd_report_begin(&o, "alloc-dealloc-mismatch", p, "(%s vs %s)", mthd_family_alloc_name(s->family, 0), fn);

@@ -165,6 +165,10 @@ CASES = {
                             [r"\(1 byte before a 100-byte block\) \[sampled guard page\]",
                              r"pair: (0x[0-9a-f]+) (0x[0-9a-f]+)\n[\s\S]*block \2\.\.", r"in make_items"],
                             None, ["under"], "guard_between"),
+    # a read after free, 100000 allocations later: the slot outlasts them (262144 slots)
+    "uaf_read_late": ("guardpage", "use-after-free", "make_name", "alloc", SEGV,
+                      [r"READ of memory at", r"\(3 bytes into a freed 24-byte block\) \[sampled guard page\]",
+                       r"in print_initial"], ("free", "drop_name")),
     "new_array_delete": ("full", "alloc-dealloc-mismatch", "make_ids", "alloc", ABORT,
                          [r"\(operator new\[\] vs operator delete\)"]),
     "new_free": ("full", "alloc-dealloc-mismatch", "make_widget", "alloc", ABORT,
@@ -252,6 +256,21 @@ def check_clean(lib, bindir, name):
     problems = []
     if "mtheap-debug:" in r.stderr:
         problems.append("unexpected report")
+    if r.returncode != 0 or r.stdout.strip() != "OK":
+        problems.append("exit %d, stdout %r" % (r.returncode, r.stdout.strip()))
+    return problems, r.stderr
+
+
+def guardpage_no_room(lib, bindir):
+    """guardpage where its 18 GiB reservation cannot be had (an address-space limit): a warning
+    that sampling is off, and the program runs as without it, never a silent no-op."""
+    env = dict(os.environ, LD_PRELOAD=lib, MTHEAP_DEBUG="guardpage")
+    cmd = "ulimit -v 8000000 && exec %s" % shquote(os.path.join(bindir, "clean_program"))
+    r = run(["sh", "-c", cmd], env)
+    problems = []
+    if not re.search(r"mtheap-debug: warning: cannot reserve \d+ MiB for 262144 guard-page slots; sampling is off",
+                     r.stderr):
+        problems.append("no warning that the guard-page pool could not be reserved")
     if r.returncode != 0 or r.stdout.strip() != "OK":
         problems.append("exit %d, stdout %r" % (r.returncode, r.stdout.strip()))
     return problems, r.stderr
@@ -377,7 +396,7 @@ def main():
         ap.error("--lib %s: no such file" % a.lib)
     names = a.cases
     if names == ["all"]:
-        names = sorted(CASES) + CLEAN + ["real_programs"]
+        names = sorted(CASES) + CLEAN + ["real_programs", "guardpage_no_room"]
     failed = 0
     for n in names:
         if n in CLEAN:
@@ -385,6 +404,8 @@ def main():
         elif n == "real_programs":
             problems, err = real_programs(a.lib)
             print(err)
+        elif n == "guardpage_no_room":
+            problems, err = guardpage_no_room(a.lib, a.bindir)
         else:
             problems, err = check_case(n, a.lib, a.bindir)
         if problems:
