@@ -50,6 +50,8 @@ SKIP = {
     "MTHEAP_DEBUG=sample=1000 LD_PRELOAD=... ./server": "placeholder program",
     "MTHEAP_DEBUG=guardpage LD_PRELOAD=... ./test_suite": "placeholder program; the corpus case "
         "guardpage_many and debug_real_programs run it",
+    "MTHEAP_DEBUG=guardpage,sample_side=before LD_PRELOAD=... ./test_suite": "placeholder program; the corpus "
+        "cases underflow_before, underflow_read and overflow_1_before run it",
 }
 
 PATH_PREFIXES = ("bench/", "build/", "tests/", "src/", "docs/", "scripts/", "include/", "cmake/")
