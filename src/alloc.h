@@ -2,8 +2,8 @@
  * overriding symbols (override.c).  Nothing here takes a lock or does an atomic read-modify-
  * write: a thread allocating and freeing its own small blocks touches only its own heap.
  *
- * malloc: size -> heap->direct[] (the first page of its class, up to 128 KiB) -> pop
- *   page->free.  Everything else (an empty list, a larger size, a thread without a heap)
+ * malloc: size -> heap->direct[] (the first page of its class, up to 128 KiB, or the class's
+ *   block cache when no page has room: bcache.c) -> pop page->free.  Everything else (an empty list, a larger size, a thread without a heap)
  *   goes to mth_malloc_slow.  Every MTH_HEARTBEAT mallocs from a page, the malloc also runs
  *   the heap's tick (mth_malloc_heartbeat: remote frees taken in, memory purged), so a thread
  *   that never leaves the fast path still does that work.

@@ -112,6 +112,7 @@ mth_heap_t *mth_heap_get_slow(void) {
       return NULL;
     }
     for (size_t i = 0; i < MTH_DIRECT_N; i++) heap->direct[i] = &mth_page_empty;
+    mth_bcache_init(heap);
     heap->all_next = mth_heaps_all;
     mth_heaps_all = heap;
   }
@@ -169,9 +170,10 @@ void mth_heap_tick(mth_heap_t *heap) {
     mth_heap_drain_remote(heap);
   if ((++heap->ticks & 7) != 0) return;
   if (heap->retired_n) mth_retired_expire(heap);
-  if (heap->purge_next_ms) {
+  if (heap->purge_next_ms | heap->bcache_scavenge_ms) {
     uint64_t now = mth_clock_ms();
-    if (now >= heap->purge_next_ms) mth_segments_purge(heap, now, false);
+    if (heap->bcache_scavenge_ms && now >= heap->bcache_scavenge_ms) mth_bcache_scavenge(heap, now);
+    if (heap->purge_next_ms && now >= heap->purge_next_ms) mth_segments_purge(heap, now, false);
   }
   mth_arena_purge(false);
   if ((heap->ticks & 511) == 0) mth_heaps_collect_abandoned();

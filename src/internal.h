@@ -22,9 +22,9 @@
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
- *     inbox's overflow list), or none (live).
- *   - 0 < page->credit <= MTH_HEARTBEAT; MTH_HEARTBEAT - credit mallocs of the page are not yet
- *     counted in heap->st_mallocs.
+ *     inbox's overflow list), a heap's block cache (heap->bcache[], bcache.c), or none (live).
+ *   - 0 < page->credit <= MTH_HEARTBEAT (a block cache's: MTH_BCACHE_BEAT); beat - credit
+ *     mallocs of the page are not yet counted in heap->st_mallocs.
  */
 #ifndef MTH_INTERNAL_H
 #define MTH_INTERNAL_H
@@ -85,6 +85,11 @@
 #define MTH_RETIRED_MAX 32                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
+#define MTH_BCACHE_BIN0 57                   /* first class above MTH_RETAIN_MAX (9 KiB) */
+#define MTH_BCACHE_BINS (MTH_BINS - MTH_BCACHE_BIN0)
+#define MTH_BCACHE_DEPTH 255                 /* blocks a class's cache may hold (uint8), and bytes: */
+#define MTH_BCACHE_CLASS_BYTES ((size_t)2 << 20)   /* 32 classes: 64 MiB a heap (bcache.c) */
+#define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
 #define MTH_HEARTBEAT 4096                   /* mallocs from one page between two slow-path ticks */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
                                                 (xmalloc: 256 slots overflowed on half the frees) */
@@ -197,6 +202,13 @@ struct mth_heap_s {
   uint32_t retired_tick[MTH_RETIRED_MAX];
   uint32_t retired_head, retired_n, retired_slices;
   uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
+  /* Block caches (bcache.c): per class above MTH_RETAIN_MAX, blocks freed into full pages, as
+   * the free list of a descriptor no segment holds, which direct[] names while the class has
+   * no page with room. */
+  mth_page_t bcache[MTH_BCACHE_BINS];
+  uint8_t bcache_cap[MTH_BCACHE_BINS];    /* how many the class may hold (0: caches off) */
+  uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
+  uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
   /* statistics (owner writes, readers tolerate tearing) */
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
@@ -230,6 +242,7 @@ typedef struct {
   bool verbose;
   bool thp;                   /* allow transparent huge pages in our regions */
   bool abort_on_invalid;      /* invalid free: abort (default) or report and ignore */
+  bool bcache;                /* block caches for classes above 8 KiB (bcache.c) */
   size_t region_size;         /* address space reserved per region */
 } mth_options_t;
 extern MTH_HIDDEN mth_options_t mth_opt;
@@ -381,6 +394,34 @@ MTH_INLINE void *mth_page_pop(mth_heap_t *heap, mth_page_t *page) {
   return b;
 }
 MTH_HIDDEN void mth_heap_release_retained(mth_heap_t *heap);
+MTH_HIDDEN void mth_direct_update(mth_heap_t *heap, size_t bin);
+MTH_HIDDEN void mth_page_give_back(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
+
+/* ---- block caches (bcache.c) ---- */
+MTH_HIDDEN void mth_bcache_init(mth_heap_t *heap);
+MTH_HIDDEN void mth_bcache_schedule(mth_heap_t *heap);
+MTH_HIDDEN void mth_bcache_beat(mth_heap_t *heap, mth_page_t *cache);
+MTH_HIDDEN void *mth_bcache_pop(mth_heap_t *heap, mth_page_t *cache);
+MTH_HIDDEN void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now);
+MTH_HIDDEN void mth_bcache_flush(mth_heap_t *heap);
+MTH_INLINE size_t mth_bcache_count(const mth_page_t *cache) { return (uint32_t)(0u - MTH_RACY_GET(cache->used)); }
+MTH_HIDDEN void mth_free_twice(const void *p);
+/* b, freed by the owner into page, which is full and of a cached class: kept if there is room
+ * (true), else the caller puts it on its page. */
+MTH_INLINE bool mth_bcache_put(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
+  size_t k = page->bin - MTH_BCACHE_BIN0;
+  mth_page_t *c = &heap->bcache[k];
+  if (MTH_UNLIKELY(b == c->free)) {   /* freed twice in a row: the check pages make too */
+    mth_free_twice(b);
+    return true;
+  }
+  if (mth_bcache_count(c) >= heap->bcache_cap[k]) return false;   /* cap 0: caches off */
+  b->next = c->free;
+  c->free = b;
+  MTH_RACY_ADD(c->used, -1);
+  if (MTH_UNLIKELY(heap->bcache_scavenge_ms == 0)) mth_bcache_schedule(heap);
+  return true;
+}
 MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 
 /* ---- heaps (heap.c) ---- */

@@ -15,6 +15,7 @@ MTH_HIDDEN mth_options_t mth_opt = {
     .verbose = false,
     .thp = false,
     .abort_on_invalid = true,
+    .bcache = true,
     .region_size = MTH_REGION_SIZE,
 };
 
@@ -85,6 +86,7 @@ void mth_options_init(void) {
   if ((v = getenv("MTHEAP_STATS")) && *v) mth_opt.stats_at_exit = mth_parse_bool("MTHEAP_STATS", v, false);
   if ((v = getenv("MTHEAP_VERBOSE")) && *v) mth_opt.verbose = mth_parse_bool("MTHEAP_VERBOSE", v, false);
   if ((v = getenv("MTHEAP_THP")) && *v) mth_opt.thp = mth_parse_bool("MTHEAP_THP", v, false);
+  if ((v = getenv("MTHEAP_BCACHE")) && *v) mth_opt.bcache = mth_parse_bool("MTHEAP_BCACHE", v, true);
   if ((v = getenv("MTHEAP_ABORT_ON_INVALID")) && *v)
     mth_opt.abort_on_invalid = mth_parse_bool("MTHEAP_ABORT_ON_INVALID", v, true);
   if ((v = getenv("MTHEAP_PURGE_DELAY_MS")) && *v) {
@@ -105,7 +107,7 @@ void mth_options_init(void) {
                   "using the default 1G", v);
   }
   if (mth_opt.verbose)
-    mth_message("options: purge_delay_ms=%ld stats=%d thp=%d abort_on_invalid=%d region_size=%zuM",
+    mth_message("options: purge_delay_ms=%ld stats=%d thp=%d abort_on_invalid=%d bcache=%d region_size=%zuM",
                 mth_opt.purge_delay_ms, mth_opt.stats_at_exit, mth_opt.thp,
-                mth_opt.abort_on_invalid, mth_opt.region_size >> 20);
+                mth_opt.abort_on_invalid, mth_opt.bcache, mth_opt.region_size >> 20);
 }

@@ -3,8 +3,9 @@
  *
  * Invariants:
  *   - bins[b] holds the heap's pages of class b that may have a free block; heap->direct[]
- *     entries of class b point at bins[b].first (or at mth_page_empty) -- updated whenever
- *     the first page changes, so the fast path never needs a NULL check.
+ *     entries of class b point at bins[b].first (or, with none, at the class's block cache,
+ *     bcache.c, above 8 KiB, else at mth_page_empty) -- updated whenever the first page
+ *     changes, so the fast path never needs a NULL check.
  *   - a page with MTH_PAGE_FULL set is in no queue at all (next == prev == NULL): nothing ever
  *     walks the full pages, and a list of them cost every full/unfull transition two or three
  *     cache misses on other pages' descriptors (perf on `window -m 65536`).
@@ -47,8 +48,11 @@ void mth_pages_init(void) {
   }
 }
 
-static void mth_direct_update(mth_heap_t *heap, size_t bin) {
-  mth_page_t *page = heap->bins[bin].first ? heap->bins[bin].first : &mth_page_empty;
+/* direct[] of bin -> its queue's first page; with none, the class's block cache (bcache.c)
+ * or, for the classes without one, mth_page_empty. */
+void mth_direct_update(mth_heap_t *heap, size_t bin) {
+  mth_page_t *page = heap->bins[bin].first;
+  if (!page) page = bin >= MTH_BCACHE_BIN0 ? &heap->bcache[bin - MTH_BCACHE_BIN0] : &mth_page_empty;
   for (size_t i = mth_direct_range[bin][0], hi = mth_direct_range[bin][1]; i <= hi; i++)
     heap->direct[i] = page;
 }
@@ -86,7 +90,8 @@ void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page) {
  * the heap's tick runs now (remote frees, purging), as it would on a slow path. */
 void *mth_malloc_heartbeat(mth_page_t *page, mth_block_t *b) {
   mth_heap_t *heap = mth_tls_heap;
-  mth_page_flush_stats(heap, page);
+  if (page->flags & MTH_PAGE_META) mth_bcache_beat(heap, page);   /* a block cache's */
+  else mth_page_flush_stats(heap, page);
   mth_heap_tick(heap);
   return b;
 }
@@ -142,6 +147,19 @@ static mth_page_t *mth_page_new(mth_heap_t *heap, size_t bin) {
   return page;
 }
 
+/* The pages at the front of bin's queue that are full (no free block, nothing left to carve)
+ * leave it, so direct[] moves on to a page with room or, with none, to the block cache. */
+static void mth_bin_drop_full(mth_heap_t *heap, size_t bin) {
+  mth_queue_t *q = &heap->bins[bin];
+  mth_page_t *first = q->first, *page;
+  while ((page = q->first) != NULL && !page->free && page->capacity == page->reserved) {
+    mth_page_flush_stats(heap, page);
+    mth_queue_remove(q, page);
+    mth_page_set_flags(page, page->flags | MTH_PAGE_FULL, heap);
+  }
+  if (q->first != first) mth_direct_update(heap, bin);
+}
+
 /* A page of bin with a free block at the front of its queue, or NULL when out of memory. */
 static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
   mth_queue_t *q = &heap->bins[bin];
@@ -190,6 +208,15 @@ void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
   if (size <= MTH_CLASS_MAX) {
     size_t bin = mth_bin_of(size);
     mth_page_t *page = heap->bins[bin].first;
+    if ((!page || !page->free) && bin >= MTH_BCACHE_BIN0) {
+      mth_page_t *cache = &heap->bcache[bin - MTH_BCACHE_BIN0];
+      if (cache->free) {
+        /* the class's front page filled up (or calloc/memalign came here): its cached
+         * blocks serve, and the full pages leave the queue so the fast path finds them */
+        mth_bin_drop_full(heap, bin);
+        return mth_bcache_pop(heap, cache);
+      }
+    }
     if (!page || !page->free) page = mth_bin_find_page(heap, bin);
     if (!page) return NULL;
     return mth_page_pop(heap, page);
@@ -315,6 +342,15 @@ void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   else mth_retired_push(heap, page);
 }
 
+/* b back on its own page's list: the page may leave the full state, or empty. */
+static inline void mth_page_push(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
+  b->next = page->free;
+  page->free = b;
+  MTH_RACY_ADD(page->used, -1);
+  if (page->used == 0) mth_page_retire(heap, page);
+  else if (page->flags & MTH_PAGE_FULL) mth_page_unfull(heap, page);
+}
+
 /* A free by the owner that the fast path could not finish: page full or aligned, or a block
  * drained from the inbox.  b is the block's start. */
 void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
@@ -323,15 +359,16 @@ void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
     mth_free_twice(b);
     return;
   }
-  b->next = page->free;
-  page->free = b;
-  MTH_RACY_ADD(page->used, -1);
-  if (page->used == 0) mth_page_retire(heap, page);
-  else if (page->flags & MTH_PAGE_FULL) mth_page_unfull(heap, page);
+  if (page->bin >= MTH_BCACHE_BIN0 && page->flags == MTH_PAGE_FULL && mth_bcache_put(heap, page, b)) return;
+  mth_page_push(heap, page, b);
 }
+
+/* b back on its own page's list (from a block cache). */
+void mth_page_give_back(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) { mth_page_push(heap, page, b); }
 
 /* Thread exit and mtheap_collect(true): drop the empty pages kept for reuse. */
 void mth_heap_release_retained(mth_heap_t *heap) {
+  mth_bcache_flush(heap);
   while (heap->retired_n) mth_retired_pop(heap);
   for (size_t bin = 1; bin < MTH_BINS; bin++) {
     mth_page_t *page = heap->bins[bin].first;

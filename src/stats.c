@@ -53,6 +53,18 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
   acc->st->inbox_drains += LOAD(h->st_inbox_drains);
   acc->st->span_ops += LOAD(h->st_span_ops);
   acc->st->segment_ops += LOAD(h->st_segment_ops);
+  /* blocks in a class's cache (bcache.c) are free, though their pages count them as used; the
+   * cache's pending mallocs are counted as a page's */
+  for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
+    const mth_page_t *c = &h->bcache[k];
+    uint64_t cached = mth_bcache_count(c);
+    size_t bin = MTH_BCACHE_BIN0 + k;
+    acc->pending[bin] += (uint64_t)(MTH_BCACHE_BEAT - LOAD(c->credit));
+    if (cached > acc->live[bin]) cached = acc->live[bin];
+    acc->live[bin] -= cached;
+    acc->live_blocks -= cached;
+    acc->st->in_use -= (size_t)cached * LOAD(c->block_size);
+  }
 }
 
 static size_t mth_peak_in_use;

@@ -48,6 +48,7 @@ def main():
         "MTHEAP_VERBOSE": ["maybe"],
         "MTHEAP_THP": ["sometimes"],
         "MTHEAP_ABORT_ON_INVALID": ["perhaps"],
+        "MTHEAP_BCACHE": ["lots"],
         "MTHEAP_REGION_SIZE": ["huge", "1500M"],
     }
     for var, values in bad_values.items():
@@ -73,7 +74,7 @@ def main():
     # Good values are accepted silently.
     for var, val in [("MTHEAP_PURGE_DELAY_MS", "0"), ("MTHEAP_PURGE_DELAY_MS", "-1"),
                      ("MTHEAP_PURGE_DELAY_MS", "5000"), ("MTHEAP_STATS", "0"), ("MTHEAP_THP", "1"),
-                     ("MTHEAP_REGION_SIZE", "2G")]:
+                     ("MTHEAP_REGION_SIZE", "2G"), ("MTHEAP_BCACHE", "0")]:
         p = run([helper], {var: val})
         check(f"{var}={val}", p.returncode == 0 and p.stdout == plain_ok and p.stderr == "", p,
               "accepted without a message")

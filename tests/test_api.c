@@ -440,15 +440,20 @@ static void test_realloc(void) {
       TCHECK(q != NULL);
       th_verify_seed(q, n, n, 93);
       moved += q != gb;
+      fprintf(stderr, "chain %d: %p -> %p (%zu)\n", i, gb, q, m);
       gb = q;
       th_fill_seed(gb, m, 93);
       n = m;
       spacers[i] = T_MALLOC(VZ((size_t)160 << 10));
     }
     th_stats(&h1);
-    TCHECKF(moved <= 1, "a growth chain of %d steps (160 KiB by 1/4) moved %u times: no room was "
+    /* The room covers at least the next step after a move (1.5x against 1.25x steps), so at
+     * most every other step moves; without it every step does (the spacer takes the slices
+     * behind).  Whether the first step grows in place depends on what the cases above left
+     * behind the block (a span pinned by a block cache, bcache.c, is enough): not checked. */
+    TCHECKF(moved <= STEPS / 2, "a growth chain of %d steps (160 KiB by 1/4) moved %u times: no room was "
             "kept behind the moved block", STEPS, moved);
-    TCHECKF(h1.reallocs_in_place >= h0.reallocs_in_place + STEPS - 1, "in-place growth not counted "
+    TCHECKF(h1.reallocs_in_place == h0.reallocs_in_place + STEPS - moved, "in-place growth not counted "
             "(%" PRIu64 " -> %" PRIu64 ")", h0.reallocs_in_place, h1.reallocs_in_place);
     TCHECKF(T_USABLE_SIZE(gb) == ((n + 4095) & ~(size_t)4095), "grown block: usable %zu for %zu",
             T_USABLE_SIZE(gb), n);

@@ -2,8 +2,9 @@
  * without TEST_LINKED): each case runs in a child process, which must die of SIGABRT after
  * writing an error message naming mtheap to stderr - never return quietly or crash elsewhere.
  * Cases: a stack address, a static object, a page from a separate mmap, a block from glibc's
- * own malloc (two allocators in one process), a pointer 1 TiB past a live block, and realloc of
- * a stack address.
+ * own malloc (two allocators in one process), a pointer 1 TiB past a live block, realloc of
+ * a stack address, and a 40 KB block freed twice in a row while its page is full (the first
+ * free puts it in its class's block cache, src/bcache.c, which must catch the second).
  */
 #include "testutil.h"
 
@@ -44,6 +45,13 @@ static void realloc_stack(void *arg) {
   void *r = realloc(buf + 16, 1000);
   fprintf(stderr, "realloc returned %p\n", r);
 }
+static void free_cached_twice(void *arg) {
+  void *p[16];
+  for (int i = 0; i < 16; i++)
+    if (!(p[i] = malloc(40000))) TFAIL("%s", "malloc failed");
+  free(p[5]);
+  free(p[5]);
+}
 /* The control: a valid free in the same harness exits 0 with nothing on stderr. */
 static void free_valid(void *arg) { free(malloc(64)); }
 
@@ -52,7 +60,7 @@ int main(void) {
   struct { const char *name; void (*fn)(void *); bool valid; } cases[] = {
       {"stack", free_stack, false}, {"static", free_static, false}, {"mmap", free_mmap, false},
       {"glibc malloc", free_glibc, false}, {"1 TiB past a block", free_far, false},
-      {"realloc(stack)", realloc_stack, false},
+      {"realloc(stack)", realloc_stack, false}, {"cached block twice", free_cached_twice, false},
       {"valid", free_valid, true},
   };
   regex_t re;

@@ -23,7 +23,15 @@
  *   lifo     a freed block of a big class (above 8 KiB) whose page was full is the class's next
  *            malloc, though another page of the class has free blocks: the block just freed
  *            is the one in cache (its page goes to the front of the class's queue)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo */
+ *   bound and expire run with MTHEAP_BCACHE=0: they count the kept empty pages, and a block
+ *            cache (src/bcache.c) keeps pages from emptying; the cases below check the caches:
+ *   bcache_bound    2000 blocks of 16 KiB freed (half by another thread): the class keeps at
+ *            most one page per block its cache may hold (2 MiB: 128) plus the ring, its statistics count every
+ *            block free, and 2000 blocks allocated again are each intact and distinct
+ *   bcache_scavenge the same freed by the owner, then only other work: the idle cache gives its
+ *            blocks back (every 100 ms, what stayed unused) and the class's pages go within 2 s
+ *   bcache_exit     a thread that fills its cache and exits leaves no page of the class
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|bcache_bound|bcache_scavenge|bcache_exit */
 #include "testutil.h"
 #include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES */
 
@@ -87,7 +95,13 @@ static void case_reuse(void) {
   }
 }
 
+static void require_no_bcache(void) {
+  const char *v = getenv("MTHEAP_BCACHE");
+  TCHECKF(v && !strcmp(v, "0"), "%s", "this case counts empty pages: run it with MTHEAP_BCACHE=0 (ctest does)");
+}
+
 static void case_bound(void) {
+  require_no_bcache();
   /* 24 classes from 1 KiB to 40 KiB, three pages' worth of blocks each, then all freed */
   size_t kept_small = 0;
   for (int c = 0; c < 24; c++) {
@@ -111,6 +125,7 @@ static void case_bound(void) {
 }
 
 static void case_expire(void) {
+  require_no_bcache();
   batch(16384, 100, 7);
   batch(4096, 100, 9);
   TCHECK(class_pages(16384) > 1 && class_pages(4096) > 1);
@@ -247,6 +262,92 @@ static void case_lifo(void) {
   }
 }
 
+enum { BC_N = 2000 };
+#define BC_SIZE ((size_t)16384)
+static void *bc_blocks[BC_N];
+
+static void bc_fill(void) {
+  for (int i = 0; i < BC_N; i++) {
+    TCHECK((bc_blocks[i] = T_MALLOC(BC_SIZE)) != NULL);
+    th_fill_seed(bc_blocks[i], BC_SIZE, 700 + (uint64_t)i);
+  }
+}
+
+static void bc_free(int from, int step) {
+  th_rng_t r = th_rng(77 + (uint64_t)from);
+  int idx[BC_N], n = 0;
+  for (int i = from; i < BC_N; i += step) idx[n++] = i;
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)th_below(&r, (uint64_t)i + 1), t = idx[i];
+    idx[i] = idx[j];
+    idx[j] = t;
+  }
+  for (int i = 0; i < n; i++) {
+    th_verify_seed(bc_blocks[idx[i]], BC_SIZE, BC_SIZE, 700 + (uint64_t)idx[i]);
+    T_FREE(bc_blocks[idx[i]]);
+  }
+}
+
+static void *bc_free_odd(void *arg) {
+  bc_free(1, 2);
+  return NULL;
+}
+
+static uint64_t class_live(size_t block_size) {
+  struct mtheap_stats st;
+  th_stats(&st);
+  for (int i = 0; i < MTHEAP_NUM_CLASSES; i++)
+    if (st.classes[i].block_size == block_size) return st.classes[i].mallocs - st.classes[i].frees;
+  return 0;
+}
+
+static void case_bcache_bound(void) {
+  bc_fill();
+  pthread_t t;
+  th_thread(&t, bc_free_odd, NULL);   /* remote frees: drained into the owner's cache or pages */
+  bc_free(0, 2);
+  th_join(t);
+  mtheap_collect(false);              /* takes the remote frees in */
+  uint64_t pages = class_pages(BC_SIZE), live = class_live(BC_SIZE);
+  size_t cap = MTH_BCACHE_CLASS_BYTES / BC_SIZE < MTH_BCACHE_DEPTH ? MTH_BCACHE_CLASS_BYTES / BC_SIZE : MTH_BCACHE_DEPTH;
+  TCHECKF(pages <= cap + MTH_RETIRED_MAX, "%" PRIu64 " pages of 16 KiB blocks kept with none live "
+          "(bound: %zu pinned by the cache's blocks, %d in the ring)", pages, cap, MTH_RETIRED_MAX);
+  TCHECKF(live == 0, "%" PRIu64 " blocks of 16 KiB counted live after all were freed (cached blocks are free)", live);
+  /* allocated again, from the cache first: every block intact and distinct */
+  bc_fill();
+  for (int i = 0; i < BC_N; i++) th_verify_seed(bc_blocks[i], BC_SIZE, BC_SIZE, 700 + (uint64_t)i);
+  bc_free(0, 1);
+  mtheap_collect(true);
+  TCHECKF(class_pages(BC_SIZE) == 0, "%" PRIu64 " pages of 16 KiB blocks after mtheap_collect(true)", class_pages(BC_SIZE));
+}
+
+static void case_bcache_scavenge(void) {
+  bc_fill();
+  bc_free(0, 1);
+  uint64_t t0 = th_now_ms(), pages = class_pages(BC_SIZE);
+  while (pages > 0) {
+    TCHECKF(th_now_ms() - t0 < 2000, "%" PRIu64 " pages of 16 KiB blocks still kept 2 s after the last free, "
+            "with the slow path ticking", pages);
+    batch(200000, 2, 5);   /* large spans: the slow path, which runs the tick */
+    th_sleep_ms(1);
+    pages = class_pages(BC_SIZE);
+  }
+}
+
+static void *bc_thread(void *arg) {
+  bc_fill();
+  bc_free(0, 1);
+  return NULL;
+}
+
+static void case_bcache_exit(void) {
+  pthread_t t;
+  th_thread(&t, bc_thread, NULL);
+  th_join(t);
+  TCHECKF(class_pages(BC_SIZE) == 0, "%" PRIu64 " pages of 16 KiB blocks left by a thread that exited",
+          class_pages(BC_SIZE));
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -258,7 +359,11 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "aligned")) case_aligned();
   else if (!strcmp(c, "heartbeat")) case_heartbeat();
   else if (!strcmp(c, "lifo")) case_lifo();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo", argv[0]);
+  else if (!strcmp(c, "bcache_bound")) case_bcache_bound();
+  else if (!strcmp(c, "bcache_scavenge")) case_bcache_scavenge();
+  else if (!strcmp(c, "bcache_exit")) case_bcache_exit();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|bcache_bound|bcache_scavenge|bcache_exit",
+             argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
 }
