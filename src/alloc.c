@@ -98,6 +98,10 @@ void mth_free_page_slow(void *p, mth_page_t *page) {
     mth_heap_t *owner = seg->heap, *heap = mth_tls_heap;
     if (owner == heap) {
       mth_page_free_local(heap, page, (mth_block_t *)p);
+      /* a thread whose big blocks cycle through its block caches (bcache.c) may take no
+       * malloc slow path for long: the tick (purging, scavenging, remote frees) also runs
+       * on every 16th of these frees */
+      if ((++heap->slow_frees & 15) == 0) mth_heap_tick(heap);
       return;
     }
     if (mth_block_offset(page, p) == 0) {

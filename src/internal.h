@@ -209,6 +209,7 @@ struct mth_heap_s {
   uint8_t bcache_cap[MTH_BCACHE_BINS];    /* how many the class may hold (0: caches off) */
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
+  uint32_t slow_frees;                    /* the owner's frees into full pages: every 16th ticks */
   /* statistics (owner writes, readers tolerate tearing) */
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
