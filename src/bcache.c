@@ -21,10 +21,10 @@
  * (bcache_low, its low-water mark, sampled at its heartbeats), as tcmalloc's thread caches do.
  * The interval is short because a burst of frees fills every cache at once: with 1 s, a freed
  * 1 GiB peak (`rss-return`) left 6.2% resident after 3 s against 1.7% without caches, the
- * cached blocks keeping their pages from emptying until the second scavenge.  A depth that adapts to misses and overflows (tcmalloc's max_length) was tried:
- * with 100 mallocs then 100 frees of 16 KiB it stayed short of the batch, and every round
- * sent a quarter of the frees back to their pages (154-228 instructions per block against 112
- * without a cache).
+ * cached blocks keeping their pages from emptying until the second scavenge.  A depth that
+ * adapts to misses and overflows (tcmalloc's max_length) was tried: with 100 mallocs then 100
+ * frees of 16 KiB it stayed short of the batch, and every round sent a quarter of the frees
+ * back to their pages (154-228 instructions per block against 112 without a cache).
  *
  * Invariants:
  *   - a cached block still counts in its own page's used: the page stays full, in no queue,

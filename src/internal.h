@@ -406,7 +406,7 @@ MTH_HIDDEN void *mth_bcache_pop(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now);
 MTH_HIDDEN void mth_bcache_flush(mth_heap_t *heap);
 MTH_INLINE size_t mth_bcache_count(const mth_page_t *cache) { return (uint32_t)(0u - MTH_RACY_GET(cache->used)); }
-MTH_HIDDEN void mth_free_twice(const void *p);
+MTH_HIDDEN void mth_free_twice(const void *p);   /* alloc.c */
 /* b, freed by the owner into page, which is full and of a cached class: kept if there is room
  * (true), else the caller puts it on its page. */
 MTH_INLINE bool mth_bcache_put(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
@@ -441,7 +441,6 @@ MTH_HIDDEN void mth_inbox_fork_child(mth_heap_t *heap);
 MTH_HIDDEN void mth_free_slow(void *p);
 MTH_HIDDEN void mth_free_page_slow(void *p, mth_page_t *page);
 MTH_HIDDEN void mth_invalid_pointer(const char *what, const void *p, const char *why);
-MTH_HIDDEN void mth_free_twice(const void *p);
 extern MTH_HIDDEN const char mth_why_double_free[];   /* the why of mth_free_twice's report */
 extern MTH_HIDDEN void (*mth_invalid_hook)(const char *what, const void *p, const char *why);
 MTH_HIDDEN void *mth_malloc_slow(size_t size);
