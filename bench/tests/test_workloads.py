@@ -155,3 +155,21 @@ def test_rss_return_tells_returners_from_keepers(mtheap):
     p = run("rss-return", args, preload=tc)
     assert p.returncode == 0, p.stderr
     assert stats.parse_output(p.stdout)[0][0]["value"] > 50
+
+
+def test_mmap_lock_anon_peak_excludes_the_file():
+    """mmap-lock's peak RSS is its anonymous memory: two 16 MiB blocks live at once are in it,
+    the pages of the mapped file (64 MiB, never dropped here) are not, and the driver compares
+    allocators on it instead of the process's peak."""
+    from mtheapbench.runner import ProcResult
+    from mtheapbench.workloads import finish_record
+    p = run("mmap-lock", ["-t", "1", "-i", "20", "--file-mb", "64", "--drop-ms", "0"])
+    assert p.returncode == 0, p.stderr
+    r = stats.parse_output(p.stdout)[0][0]
+    anon = float(r["anon_peak_kb"])
+    assert 32 * 1024 <= anon < 48 * 1024, r
+    res = ProcResult()
+    res.stdout, res.maxrss_kb, res.rc = p.stdout, 200 * 1024, 0
+    rec = finish_record({"maxrss_kb": res.maxrss_kb}, res)
+    assert rec["status"] == "ok" and rec["maxrss_kb"] == int(anon)
+    assert rec["extra"]["process_maxrss_kb"] == 200 * 1024
