@@ -10,7 +10,9 @@
  * free:   pointer -> segmap byte (is it ours?) -> page (slice index and back-offset) -> if
  *   page->owner is our heap (which also says the page needs no care), push on page->free:
  *   LIFO, so the next malloc of the class reuses the block still in cache.  A block already at
- *   the head of that list is a double free (mth_free_twice).
+ *   the head of that list is a double free (mth_free_twice).  A full page of ours whose class
+ *   has a block cache says so in its owner (mth_owner_cached): the block goes to the cache
+ *   (mth_bcache_free) without the slow path.
  *   A page left empty stays as it is when it is the only page of a small class (its queue
  *   links are both NULL: the per-class cache of one page) or listed as retired already;
  *   anything else is retired (page.c).
@@ -59,6 +61,14 @@ MTH_INLINE void mth_free_fast(void *p) {
       if (MTH_UNLIKELY(page->used == 0) && !page->retired &&
           (page->next != NULL || page->prev != NULL || page->block_size > MTH_RETAIN_MAX))
         mth_page_retire(heap, page);
+      return;
+    }
+    /* our full page of a class with a block cache: one jump to the cache (bcache.c), not
+     * the slow path's checks; out of line, so the common case above keeps its short
+     * prologue.  The owner is read again, as an atomic the compiler does not merge with the
+     * first read: keeping that one in a register cost the common case an instruction. */
+    if (__atomic_load_n(&page->owner, __ATOMIC_RELAXED) == mth_owner_cached(heap)) {
+      mth_bcache_free(heap, page, (mth_block_t *)p);
       return;
     }
     mth_free_page_slow(p, page);

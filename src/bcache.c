@@ -30,7 +30,7 @@
  *   - a cached block still counts in its own page's used: the page stays full, in no queue,
  *     and cannot empty while the block is cached.  Cached blocks lie in pages the heap holds
  *     anyway, so the cache maps no memory; what it can do is keep pages from being released;
- *   - a cache holds at most bcache_cap = min(MTH_BCACHE_DEPTH, MTH_BCACHE_CLASS_BYTES / size)
+ *   - a cache holds at most its reserved = min(MTH_BCACHE_DEPTH, MTH_BCACHE_CLASS_BYTES / size)
  *     blocks: at most 2 MiB per class and 64 MiB per heap, and a block left in a cache is given
  *     back within two scavenge intervals (200 ms) of ticks (README);
  *   - the descriptor's used is minus the number of blocks it holds (the fast path adds one per
@@ -62,7 +62,7 @@ void mth_bcache_init(mth_heap_t *heap) {
     c->bin = (uint8_t)(MTH_BCACHE_BIN0 + k);
     c->block_size = (uint32_t)mth_bin_size(MTH_BCACHE_BIN0 + k);
     c->flags = MTH_PAGE_META;
-    heap->bcache_cap[k] = (uint8_t)mth_bcache_cap(c->block_size);
+    c->reserved = (uint16_t)mth_bcache_cap(c->block_size);   /* a cache's room: its cap */
     heap->bcache_low[k] = 0;
     if (!heap->bins[c->bin].first) mth_direct_update(heap, c->bin);
   }
@@ -71,6 +71,31 @@ void mth_bcache_init(mth_heap_t *heap) {
 
 /* (mth_bcache_put, the free side, is inline in internal.h: it runs on every free into a full
  * page of these classes.) */
+
+/* The owner's free into its full page of a cached class, straight from free's fast path (the
+ * page's owner tag says which, alloc.h): into the cache, or with the cache full onto the page
+ * by the slow path.  The tick (a thread cycling blocks through its caches may take no malloc
+ * slow path for long) runs whenever the cache's count reaches a multiple of 16: about every
+ * 16th free of a burst, as the slow path's every 16th free into a full page. */
+void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
+  mth_page_t *c = mth_bcache_of(heap, page->bin);
+  /* every call in tail position: no registers to save on the way */
+  if (MTH_UNLIKELY(b == c->free)) {
+    mth_free_twice(b);
+    return;
+  }
+  /* mth_bcache_put spelled out: its "kept" test after the push would be one more branch */
+  uint32_t used = c->used - 1, held = 0u - used;
+  if (MTH_UNLIKELY(held > c->reserved)) {
+    mth_free_page_slow(b, page);
+    return;
+  }
+  b->next = c->free;
+  c->free = b;
+  MTH_RACY_SET(c->used, used);
+  if (MTH_UNLIKELY(heap->bcache_scavenge_ms == 0)) mth_bcache_schedule(heap);
+  else if (MTH_UNLIKELY((held & 15) == 0)) mth_heap_tick(heap);
+}
 static mth_block_t *mth_bcache_take(mth_page_t *c) {
   mth_block_t *b = c->free;
   c->free = b->next;
@@ -79,7 +104,7 @@ static mth_block_t *mth_bcache_take(mth_page_t *c) {
 }
 
 /* The first block went into a cache since the last scavenge: schedule the next. */
-void mth_bcache_schedule(mth_heap_t *heap) {
+MTH_NOINLINE void mth_bcache_schedule(mth_heap_t *heap) {
   heap->bcache_scavenge_ms = mth_clock_ms() + MTH_BCACHE_SCAVENGE_MS;
 }
 

@@ -17,8 +17,11 @@
  *   - mth_segmap[s] != 0  <=>  a live segment header starts at slot s.
  *     A pointer whose slot bit is clear is not a span block (free() then looks it up slowly).
  *   - page->owner == heap  <=>  page->flags == 0 and heap owns the page: an ordinary in-use
- *     span page, not full, with no aligned blocks.  Every other state (free slice, header
- *     slice, full, aligned) has owner NULL, so the free fast path needs one comparison.
+ *     span page, not full, with no aligned blocks.  page->owner == mth_owner_cached(heap)
+ *     <=>  page->flags == MTH_PAGE_FULL, its class has a block cache (bcache.c) and heap owns
+ *     it.  Every other state (free slice, header slice, aligned, a full page of another class)
+ *     has owner NULL, so the free fast path needs one comparison, and a second one, off its
+ *     common case, sends a block freed into a full page to its cache inline.
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
@@ -141,18 +144,27 @@ typedef struct mth_page_s {
                                  the free fast path's single test for "ours, and nothing special" */
   uint32_t flags;
   uint32_t block_size;
-  uint16_t reserved;          /* blocks that fit in the span (<= 64 KiB / 16) */
+  uint16_t reserved;          /* blocks that fit in the span (<= 64 KiB / 16); a block cache's cap */
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
 } mth_page_t;
 
-/* Keep page->owner in step with page->flags. */
+/* The owner a full page of a cached class carries: its heap with the low bit set (heaps are
+ * aligned), which no heap pointer equals, so the fast path's first test still fails. */
+MTH_INLINE mth_heap_t *mth_owner_cached(const mth_heap_t *heap) {
+  return (mth_heap_t *)((uintptr_t)heap | 1);
+}
+
+/* Keep page->owner in step with page->flags (and page->bin, set before any flags). */
 /* Other threads read both fields (a remote free checks them): relaxed atomics, which cost
  * nothing on x86 but keep the race benign in the C memory model and quiet under TSan. */
 MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t *heap) {
+  mth_heap_t *owner = NULL;
+  if (flags == 0) owner = heap;
+  else if (flags == MTH_PAGE_FULL && heap && page->bin >= MTH_BCACHE_BIN0) owner = mth_owner_cached(heap);
   __atomic_store_n(&page->flags, flags, __ATOMIC_RELAXED);
-  __atomic_store_n(&page->owner, flags == 0 ? heap : NULL, __ATOMIC_RELAXED);
+  __atomic_store_n(&page->owner, owner, __ATOMIC_RELAXED);
 }
 MTH_INLINE uint32_t mth_page_flags(const mth_page_t *page) { return __atomic_load_n(&page->flags, __ATOMIC_RELAXED); }
 
@@ -206,7 +218,6 @@ struct mth_heap_s {
    * the free list of a descriptor no segment holds, which direct[] names while the class has
    * no page with room. */
   mth_page_t bcache[MTH_BCACHE_BINS];
-  uint8_t bcache_cap[MTH_BCACHE_BINS];    /* how many the class may hold (0: caches off) */
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
   uint32_t slow_frees;                    /* the owner's frees into full pages: every 16th ticks */
@@ -405,23 +416,27 @@ MTH_HIDDEN void mth_bcache_beat(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void *mth_bcache_pop(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now);
 MTH_HIDDEN void mth_bcache_flush(mth_heap_t *heap);
+MTH_HIDDEN void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_INLINE size_t mth_bcache_count(const mth_page_t *cache) { return (uint32_t)(0u - MTH_RACY_GET(cache->used)); }
 MTH_HIDDEN void mth_free_twice(const void *p);   /* alloc.c */
-/* b, freed by the owner into page, which is full and of a cached class: kept if there is room
- * (true), else the caller puts it on its page. */
-MTH_INLINE bool mth_bcache_put(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
-  size_t k = page->bin - MTH_BCACHE_BIN0;
-  mth_page_t *c = &heap->bcache[k];
-  if (MTH_UNLIKELY(b == c->free)) {   /* freed twice in a row: the check pages make too */
-    mth_free_twice(b);
-    return true;
-  }
-  if (mth_bcache_count(c) >= heap->bcache_cap[k]) return false;   /* cap 0: caches off */
+/* The block cache of bin (>= MTH_BCACHE_BIN0): the array's offset and the bin's bias folded
+ * into one constant, so the address is a shift and an add (free's inline path). */
+MTH_INLINE mth_page_t *mth_bcache_of(mth_heap_t *heap, size_t bin) {
+  return (mth_page_t *)((uintptr_t)heap + offsetof(mth_heap_t, bcache) -
+                        MTH_BCACHE_BIN0 * sizeof(mth_page_t) + (bin << MTH_PAGE_DESC_SHIFT));
+}
+
+/* b, freed by the owner into a full page of c's class, into cache c if there is room: then
+ * the number of blocks c holds; 0 when it is full, and the caller puts b on its page.  The
+ * caller has checked that b is not c's first block already (freed twice in a row, the check
+ * pages make too) and schedules the scavenge if none is (heap->bcache_scavenge_ms == 0). */
+MTH_INLINE uint32_t mth_bcache_put(mth_page_t *c, mth_block_t *b) {
+  uint32_t used = c->used - 1, held = 0u - used;
+  if (held > c->reserved) return 0;   /* full; reserved (the cap) 0: caches off */
   b->next = c->free;
   c->free = b;
-  MTH_RACY_ADD(c->used, -1);
-  if (MTH_UNLIKELY(heap->bcache_scavenge_ms == 0)) mth_bcache_schedule(heap);
-  return true;
+  MTH_RACY_SET(c->used, used);
+  return held;
 }
 MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 

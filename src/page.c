@@ -359,7 +359,17 @@ void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
     mth_free_twice(b);
     return;
   }
-  if (page->bin >= MTH_BCACHE_BIN0 && page->flags == MTH_PAGE_FULL && mth_bcache_put(heap, page, b)) return;
+  if (page->bin >= MTH_BCACHE_BIN0 && page->flags == MTH_PAGE_FULL) {
+    mth_page_t *c = mth_bcache_of(heap, page->bin);
+    if (MTH_UNLIKELY(b == c->free)) {
+      mth_free_twice(b);
+      return;
+    }
+    if (mth_bcache_put(c, b)) {
+      if (heap->bcache_scavenge_ms == 0) mth_bcache_schedule(heap);
+      return;
+    }
+  }
   mth_page_push(heap, page, b);
 }
 
