@@ -4,7 +4,7 @@
  * Invariants:
  *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.
  *   - a span segment is on its heap's segs_full list iff used_mask == ~0, else on segs_avail.
- *   - for every slice k of a live span starting at s: pages[k].slice_offset == (k-s)*sizeof(mth_page_t) and
+ *   - for every slice k of a live span starting at s: span_of[k] == s, pages[k].slice_offset == (k-s)*sizeof(mth_page_t) and
  *     pages[s] describes the span; free slices have flags MTH_PAGE_UNUSED.
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
  *     back to the arena at once.
@@ -42,6 +42,7 @@ static void mth_header_init(mth_segment_t *seg, bool zero) {
   seg->dirty_mask = dirty & ~(uint64_t)1;
   MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
   for (size_t k = 1; k < MTH_SLICES; k++) MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
+  for (size_t k = 0; k < MTH_SLICES; k++) MTH_RACY_SET(seg->span_of[k], (uint8_t)k);
 }
 
 static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
@@ -95,6 +96,7 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
     seg->on_full_list = true;
   }
   for (size_t k = idx; k < idx + n; k++) {
+    MTH_RACY_SET(seg->span_of[k], (uint8_t)first);
     if (k == first) continue;
     MTH_RACY_SET(seg->pages[k].slice_offset, (uint16_t)((k - first) * sizeof(mth_page_t)));
     MTH_RACY_SET(seg->pages[k].flags, 0);
@@ -211,6 +213,7 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
     MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
     MTH_RACY_SET(seg->pages[k].owner, NULL);
     MTH_RACY_SET(seg->pages[k].slice_offset, 0);
+    MTH_RACY_SET(seg->span_of[k], (uint8_t)k);
   }
   mth_pages_add(n << MTH_SLICE_SHIFT, false);
   MTH_RACY_ADD(heap->st_span_ops, 1);
