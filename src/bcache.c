@@ -69,8 +69,8 @@ void mth_bcache_init(mth_heap_t *heap) {
   heap->bcache_scavenge_ms = 0;
 }
 
-/* (mth_bcache_put, the free side, is inline in internal.h: it runs on every free into a full
- * page of these classes.) */
+/* (mth_bcache_put, inline in internal.h, is the free side on the slow path; free's fast path
+ * comes here.) */
 
 /* The owner's free into its full page of a cached class, straight from free's fast path (the
  * page's owner tag says which, alloc.h): into the cache, or with the cache full onto the page

@@ -226,7 +226,8 @@ struct mth_heap_s {
   mth_page_t bcache[MTH_BCACHE_BINS];
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
-  uint32_t slow_frees;                    /* the owner's frees into full pages: every 16th ticks */
+  uint32_t slow_frees;                    /* the owner's frees into full pages on the slow path
+                                             (uncached classes, caches full): every 16th ticks */
   /* statistics (owner writes, readers tolerate tearing) */
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
@@ -431,17 +432,18 @@ MTH_INLINE mth_page_t *mth_bcache_of(mth_heap_t *heap, size_t bin) {
                         MTH_BCACHE_BIN0 * sizeof(mth_page_t) + (bin << MTH_PAGE_DESC_SHIFT));
 }
 
-/* b, freed by the owner into a full page of c's class, into cache c if there is room: then
- * the number of blocks c holds; 0 when it is full, and the caller puts b on its page.  The
- * caller has checked that b is not c's first block already (freed twice in a row, the check
- * pages make too) and schedules the scavenge if none is (heap->bcache_scavenge_ms == 0). */
-MTH_INLINE uint32_t mth_bcache_put(mth_page_t *c, mth_block_t *b) {
-  uint32_t used = c->used - 1, held = 0u - used;
-  if (held > c->reserved) return 0;   /* full; reserved (the cap) 0: caches off */
+/* b, freed by the owner into a full page of c's class, into cache c if there is room (true);
+ * false when it is full, and the caller puts b on its page.  The caller has checked that b is
+ * not c's first block already (freed twice in a row, the check pages make too) and schedules
+ * the scavenge if none is (heap->bcache_scavenge_ms == 0).  The slow path's; free's fast path
+ * has its own copy in mth_bcache_free (bcache.c). */
+MTH_INLINE bool mth_bcache_put(mth_page_t *c, mth_block_t *b) {
+  uint32_t used = c->used - 1;
+  if (0u - used > c->reserved) return false;   /* full; reserved (the cap) 0: caches off */
   b->next = c->free;
   c->free = b;
   MTH_RACY_SET(c->used, used);
-  return held;
+  return true;
 }
 MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 
