@@ -109,18 +109,16 @@ void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
   mth_page_set_flags(page, 0, heap);
 }
 
-/* How many free blocks a page's allocation list should hold after a refill, so that a thread
- * keeping few blocks of a class live does not come back to the slow path every few mallocs:
- * 4 KiB worth, and up to 8 blocks as long as that stays within 32 KiB.  A block handed out is
- * a block the program touches, so anything more would be resident memory for nothing: with
- * 64 KiB blocks one block it is. */
-#define MTH_LIST_MIN_BYTES ((size_t)4 << 10)
-#define MTH_LIST_MIN_BLOCKS 8
-#define MTH_LIST_MAX_BYTES ((size_t)32 << 10)
+/* How many blocks a refill of a page's allocation list carves: the blocks that start within
+ * one 4 KiB OS page (at least one).  Carving writes each block's first word, so every block
+ * carved ahead of use is a resident page even if the program never asks for it: the earlier
+ * rule (up to 8 blocks within 32 KiB) made the first 4 KiB malloc of a program -- stdio's
+ * buffer, in nearly every one -- fault in 32 KiB, and any class from 1 KiB up carved 2-8 pages
+ * ahead.  Carving less only sends a page's first fill to the slow path more often (one call
+ * per 4 KiB handed out), which is small next to the fault each new page costs anyway. */
+#define MTH_LIST_BYTES ((size_t)4 << 10)
 MTH_INLINE size_t mth_list_min(size_t bs) {
-  size_t n = MTH_LIST_MAX_BYTES / bs;
-  if (n > MTH_LIST_MIN_BLOCKS) n = MTH_LIST_MIN_BLOCKS;
-  if (n < MTH_LIST_MIN_BYTES / bs) n = MTH_LIST_MIN_BYTES / bs;
+  size_t n = MTH_LIST_BYTES / bs;
   return n ? n : 1;
 }
 

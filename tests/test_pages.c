@@ -23,6 +23,11 @@
  *   lifo     a freed block of a big class (above 8 KiB) whose page was full is the class's next
  *            malloc, though another page of the class has free blocks: the block just freed
  *            is the one in cache (its page goes to the front of the class's queue)
+ *   carve    a fresh page's first malloc faults in one OS page of the span, whatever the class
+ *            (1-8 KiB, in a new thread's own segment): carving the allocation list ahead of
+ *            use writes a word into each block, and up to 8 blocks of 4 KiB were carved, 32 KiB
+ *            resident for stdio's one buffer; the blocks then handed out are distinct and
+ *            each still faults in only its own pages
  *   bound and expire run with MTHEAP_BCACHE=0: they count the kept empty pages, and a block
  *            cache (src/bcache.c) keeps pages from emptying; the cases below check the caches:
  *   bcache_bound    2000 blocks of 16 KiB freed (half by another thread): the class keeps at
@@ -31,8 +36,10 @@
  *   bcache_scavenge the same freed by the owner, then only other work: the idle cache gives its
  *            blocks back (every 100 ms, what stayed unused) and the class's pages go within 2 s
  *   bcache_exit     a thread that fills its cache and exits leaves no page of the class
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|bcache_bound|bcache_scavenge|bcache_exit */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|bcache_bound|bcache_scavenge|bcache_exit */
 #include "testutil.h"
+#include <sys/mman.h>
+
 #include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES */
 
 #define SLICE ((size_t)64 << 10)
@@ -238,6 +245,43 @@ static void case_heartbeat(void) {
           after, HB_BLOCKS, 2 * MTH_HEARTBEAT + 10);
 }
 
+static size_t resident_in_slice(const void *p) {
+  uint8_t *slice = (uint8_t *)((uintptr_t)p & ~(SLICE - 1));
+  unsigned char v[SLICE / 4096];
+  TCHECK(mincore(slice, SLICE, v) == 0);
+  size_t n = 0;
+  for (size_t i = 0; i < SLICE / 4096; i++) n += v[i] & 1;
+  return n;
+}
+
+static void *carve_thread(void *arg) {
+  (void)arg;
+  static const size_t sizes[] = {1024, 1536, 2048, 3072, 4096, 6144, 8192};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    size_t sz = sizes[i];
+    uint8_t *p = T_MALLOC(sz);
+    TCHECK(p != NULL);
+    size_t got = resident_in_slice(p);
+    if (got != 1) TFAIL("first malloc(%zu) of a fresh page: %zu OS pages resident in its slice, expected 1", sz, got);
+    /* the next blocks of the page: distinct, each touching only what it covers */
+    uint8_t *q = T_MALLOC(sz), *r = T_MALLOC(sz);
+    TCHECK(q && r && q != p && r != p && r != q);
+    TCHECK((uintptr_t)q >> 16 == (uintptr_t)p >> 16 && (uintptr_t)r >> 16 == (uintptr_t)p >> 16);
+    size_t span = (size_t)((r > q ? r : q) + sz - p);
+    if (resident_in_slice(p) > span / 4096 + 2)
+      TFAIL("three mallocs of %zu: %zu OS pages resident, more than the %zu bytes they cover", sz,
+            resident_in_slice(p), span);
+    T_FREE(r); T_FREE(q); T_FREE(p);
+  }
+  return NULL;
+}
+
+static void case_carve(void) {
+  pthread_t t;
+  TCHECK(pthread_create(&t, NULL, carve_thread, NULL) == 0);
+  TCHECK(pthread_join(t, NULL) == 0);
+}
+
 static void case_lifo(void) {
   enum { N = 42 };            /* spans of four 16 KiB blocks: ten full ones and one half full */
   const size_t size = 16384;
@@ -359,10 +403,11 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "aligned")) case_aligned();
   else if (!strcmp(c, "heartbeat")) case_heartbeat();
   else if (!strcmp(c, "lifo")) case_lifo();
+  else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "bcache_bound")) case_bcache_bound();
   else if (!strcmp(c, "bcache_scavenge")) case_bcache_scavenge();
   else if (!strcmp(c, "bcache_exit")) case_bcache_exit();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|bcache_bound|bcache_scavenge|bcache_exit",
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|bcache_bound|bcache_scavenge|bcache_exit",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
