@@ -73,7 +73,7 @@ static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **p
   }
   mth_page_t *page = mth_page_of(seg, p);
   uint32_t flags = mth_page_flags(page);
-  if (flags & (MTH_PAGE_UNUSED | MTH_PAGE_META)) {
+  if (mth_page_unused(page, flags)) {
     mth_invalid_pointer(what, p, "not an allocated block (freed twice, or never allocated)");
     return NULL;
   }
@@ -94,7 +94,10 @@ static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **p
 void mth_free_page_slow(void *p, mth_page_t *page) {
   uint32_t flags = mth_page_flags(page);
   mth_segment_t *seg = mth_segment_of(p);
-  if (MTH_LIKELY((flags & ~(uint32_t)MTH_PAGE_FULL) == 0 && seg->kind == MTH_SEG_SPANS)) {
+  /* a never-used slice's descriptor is all zeros (flags 0): its block_size of 0 sends it to
+   * the checked path like a free slice's MTH_PAGE_UNUSED (mth_page_unused) */
+  if (MTH_LIKELY((flags & ~(uint32_t)MTH_PAGE_FULL) == 0 && seg->kind == MTH_SEG_SPANS &&
+                 MTH_RACY_GET(page->block_size) != 0)) {
     mth_heap_t *owner = seg->heap, *heap = mth_tls_heap;
     if (owner == heap) {
       mth_page_free_local(heap, page, (mth_block_t *)p);
@@ -306,7 +309,7 @@ MTHEAP_API bool mtheap_owns(const void *p) {
   if (mth_segmap_test(seg) && mth_segment_valid(seg)) {
     if (seg->kind == MTH_SEG_HUGE) return (const uint8_t *)p >= seg->huge_block;
     mth_page_t *page = mth_page_of(seg, p);
-    return !(mth_page_flags(page) & (MTH_PAGE_UNUSED | MTH_PAGE_META));
+    return !mth_page_unused(page, mth_page_flags(page));
   }
   return mth_huge_lookup(p) != NULL;
 }

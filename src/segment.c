@@ -5,7 +5,8 @@
  *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.
  *   - a span segment is on its heap's segs_full list iff used_mask == ~0, else on segs_avail.
  *   - for every slice k of a live span starting at s: span_of[k] == s, pages[k].slice_offset == (k-s)*sizeof(mth_page_t) and
- *     pages[s] describes the span; free slices have flags MTH_PAGE_UNUSED.
+ *     pages[s] describes the span; a free slice's descriptor has flags MTH_PAGE_UNUSED, or is
+ *     all zeros if no span has used the slice since the segment was made (mth_page_unused).
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
  *     back to the arena at once.
  */
@@ -37,11 +38,23 @@ static void mth_header_init(mth_segment_t *seg, bool zero) {
   if (zero) dirty = 0;
   else if (mth_segment_valid(seg) && seg->kind == MTH_SEG_SPANS && seg->used_mask == 1)
     dirty = seg->dirty_mask;
-  if (!zero) memset(seg, 0, sizeof *seg);
+  if (!zero) {
+    /* the descriptors back to zeros, but only those that are not: reading a page the last
+     * segment here never wrote (or that was purged) maps the zero page, writing it would
+     * make it resident */
+    memset(seg, 0, offsetof(mth_segment_t, pages) + sizeof(mth_page_t));
+    for (size_t k = 1; k < MTH_SLICES; k++) {
+      const uint64_t *w = (const uint64_t *)&seg->pages[k];
+      uint64_t any = 0;
+      for (size_t i = 0; i < sizeof(mth_page_t) / sizeof *w; i++) any |= w[i];
+      if (any) memset(&seg->pages[k], 0, sizeof(mth_page_t));
+    }
+  }
   seg->used_mask = 1;
   seg->dirty_mask = dirty & ~(uint64_t)1;
+  /* the other descriptors stay zero, "never used" (mth_page_unused): writing them would
+   * fault in the header's other two pages */
   MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
-  for (size_t k = 1; k < MTH_SLICES; k++) MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
   for (size_t k = 0; k < MTH_SLICES; k++) MTH_RACY_SET(seg->span_of[k], (uint8_t)k);
 }
 

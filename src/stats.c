@@ -29,7 +29,7 @@ static void mth_stats_segment(mth_segment_t *seg, void *arg) {
   for (size_t k = 1; k < MTH_SLICES; k++) {
     mth_page_t *page = &seg->pages[k];
     uint32_t flags = LOAD(page->flags);
-    if ((flags & (MTH_PAGE_UNUSED | MTH_PAGE_META)) || LOAD(page->slice_offset) != 0) continue;
+    if (mth_page_unused(page, flags) || LOAD(page->slice_offset) != 0) continue;
     uint8_t bin = LOAD(page->bin);
     uint32_t used = LOAD(page->used);
     if (bin >= MTH_BINS) continue;

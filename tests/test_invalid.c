@@ -4,7 +4,12 @@
  * Cases: a stack address, a static object, a page from a separate mmap, a block from glibc's
  * own malloc (two allocators in one process), a pointer 1 TiB past a live block, realloc of
  * a stack address, and a 40 KB block freed twice in a row while its page is full (the first
- * free puts it in its class's block cache, src/bcache.c, which must catch the second).
+ * free puts it in its class's block cache, src/bcache.c, which must catch the second); and
+ * pointers into a slice of a live segment that no span has used yet (its descriptor is all
+ * zeros, never written: src/segment.c), freed by the segment's own thread and by another
+ * one, and into the slices of a large block already freed: each must be reported as not an
+ * allocated block, not taken for a block (the other thread's free would queue it for the
+ * owner) nor for a double free.
  */
 #include "testutil.h"
 
@@ -52,23 +57,56 @@ static void free_cached_twice(void *arg) {
   free(p[5]);
   free(p[5]);
 }
+/* A pointer into slice 60 of the segment a fresh thread's first block lives in: no span of
+ * that thread has used it (a thread's first spans take the segment's first slices). */
+static char *unused_slice_of_new_thread(void) {
+  char *p = malloc(64);
+  if (!p) TFAIL("%s", "malloc failed");
+  return (char *)((uintptr_t)p & ~(((uintptr_t)4 << 20) - 1)) + 60 * ((size_t)64 << 10);
+}
+static void *thread_unused_slice(void *arg) {
+  char **out = arg;
+  *out = unused_slice_of_new_thread();
+  return NULL;
+}
+static void free_unused_slice(void *arg) {
+  char *q = NULL;
+  pthread_t t;
+  if (pthread_create(&t, NULL, thread_unused_slice, &q) || pthread_join(t, NULL)) TFAIL("%s", "thread");
+  if ((uintptr_t)arg == 0) {   /* this thread's own segment */
+    free(unused_slice_of_new_thread());
+  } else {                     /* another (exited) thread's */
+    free(q);
+  }
+}
+static void free_large_twice(void *arg) {
+  char *p = malloc(300 << 10);
+  if (!p) TFAIL("%s", "malloc failed");
+  free(p);
+  free(p + (uintptr_t)arg);
+}
 /* The control: a valid free in the same harness exits 0 with nothing on stderr. */
 static void free_valid(void *arg) { free(malloc(64)); }
 
 int main(void) {
   th_require_mtheap_extras();
-  struct { const char *name; void (*fn)(void *); bool valid; } cases[] = {
-      {"stack", free_stack, false}, {"static", free_static, false}, {"mmap", free_mmap, false},
-      {"glibc malloc", free_glibc, false}, {"1 TiB past a block", free_far, false},
-      {"realloc(stack)", realloc_stack, false}, {"cached block twice", free_cached_twice, false},
-      {"valid", free_valid, true},
+  struct { const char *name; void (*fn)(void *); void *arg; bool valid; const char *says; } cases[] = {
+      {"stack", free_stack, NULL, false, NULL}, {"static", free_static, NULL, false, NULL},
+      {"mmap", free_mmap, NULL, false, NULL}, {"glibc malloc", free_glibc, NULL, false, NULL},
+      {"1 TiB past a block", free_far, NULL, false, NULL}, {"realloc(stack)", realloc_stack, NULL, false, NULL},
+      {"cached block twice", free_cached_twice, NULL, false, NULL},
+      {"never-used slice", free_unused_slice, (void *)0, false, "not an allocated block"},
+      {"never-used, remote", free_unused_slice, (void *)1, false, "not an allocated block"},
+      {"large block twice", free_large_twice, (void *)0, false, "not an allocated block"},
+      {"freed large's 2nd slice", free_large_twice, (void *)(64 << 10), false, "not an allocated block"},
+      {"valid", free_valid, NULL, true, NULL},
   };
   regex_t re;
   TCHECK(regcomp(&re, "mtheap", REG_EXTENDED | REG_NOSUB) == 0);
   int failures = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     static th_child_t ch;
-    th_run_child(cases[i].fn, NULL, 10, &ch);
+    th_run_child(cases[i].fn, cases[i].arg, 10, &ch);
     char st[64];
     th_status_str(ch.status, st, sizeof st);
     bool ok;
@@ -76,7 +114,7 @@ int main(void) {
       ok = WIFEXITED(ch.status) && WEXITSTATUS(ch.status) == 0 && ch.err_len == 0;
     else
       ok = WIFSIGNALED(ch.status) && WTERMSIG(ch.status) == SIGABRT && regexec(&re, ch.err, 0, NULL, 0) == 0 &&
-           strstr(ch.err, "FAIL ") == NULL;
+           strstr(ch.err, "FAIL ") == NULL && (!cases[i].says || strstr(ch.err, cases[i].says));
     printf("%-20s %s: %s; stderr: %s%s", cases[i].name, ok ? "ok" : "WRONG", st, ch.err,
            ch.err_len && ch.err[ch.err_len - 1] == '\n' ? "" : "\n");
     if (!ok) failures++;
