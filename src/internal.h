@@ -194,12 +194,14 @@ typedef struct mth_segment_s {
   uint8_t *huge_block;        /* huge: the block */
   size_t huge_size;           /* huge: usable bytes from huge_block to the end of the run */
   bool on_full_list;
-  /* span_of[k]: the first slice of the span slice k belongs to (k itself for a span's first
-   * slice, a free slice and the header; 0, the header, in a huge segment).  What free's fast
-   * path reads to find a block's page: one line per segment that stays in cache, where the
-   * slice's own descriptor (slice_offset) was a cache miss of its own for every block beyond a
-   * span's first slice (perf, `window -m 65536`: most of free's time). */
-  _Alignas(MTH_CACHE_LINE) uint8_t span_of[MTH_SLICES];
+  /* span_of[k]: where in pages[] the descriptor of the span slice k belongs to starts, in
+   * bytes: (first slice of the span) << MTH_PAGE_DESC_SHIFT (k's own for a span's first slice,
+   * a free slice and the header; 0, the header, in a huge segment).  What free's fast path
+   * reads to find a block's page: two lines per segment that stay in cache, where the slice's
+   * own descriptor (slice_offset) was a cache miss of its own for every block beyond a span's
+   * first slice (perf, `window -m 65536`: most of free's time).  Bytes, not a slice index:
+   * the shift would be one more instruction on every free. */
+  _Alignas(MTH_CACHE_LINE) uint16_t span_of[MTH_SLICES];
   _Alignas(MTH_CACHE_LINE) mth_page_t pages[MTH_SLICES];
 } mth_segment_t;
 
@@ -361,9 +363,10 @@ MTH_INLINE mth_page_t *mth_page_of(mth_segment_t *seg, const void *p) {
 }
 /* The same through the segment's span_of map (free's fast path): the segment is 4 MiB
  * aligned, so the slice index is a bit field of the address. */
+MTH_INLINE uint16_t mth_span_of_slice(size_t first) { return (uint16_t)(first << MTH_PAGE_DESC_SHIFT); }
 MTH_INLINE mth_page_t *mth_page_of_fast(mth_segment_t *seg, uintptr_t a) {
-  size_t first = MTH_RACY_GET(seg->span_of[(a >> MTH_SLICE_SHIFT) & (MTH_SLICES - 1)]);
-  return (mth_page_t *)((uint8_t *)seg->pages + (first << MTH_PAGE_DESC_SHIFT));
+  size_t off = MTH_RACY_GET(seg->span_of[(a >> MTH_SLICE_SHIFT) & (MTH_SLICES - 1)]);
+  return (mth_page_t *)((uint8_t *)seg->pages + off);
 }
 MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page);
 /* How far p is into its block (0: p starts one).  A large page holds one block at the span's

@@ -4,7 +4,7 @@
  * Invariants:
  *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.
  *   - a span segment is on its heap's segs_full list iff used_mask == ~0, else on segs_avail.
- *   - for every slice k of a live span starting at s: span_of[k] == s, pages[k].slice_offset == (k-s)*sizeof(mth_page_t) and
+ *   - for every slice k of a live span starting at s: span_of[k] == mth_span_of_slice(s), pages[k].slice_offset == (k-s)*sizeof(mth_page_t) and
  *     pages[s] describes the span; a free slice's descriptor has flags MTH_PAGE_UNUSED, or is
  *     all zeros if no span has used the slice since the segment was made (mth_page_unused).
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
@@ -55,7 +55,7 @@ static void mth_header_init(mth_segment_t *seg, bool zero) {
   /* the other descriptors stay zero, "never used" (mth_page_unused): writing them would
    * fault in the header's other two pages */
   MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
-  for (size_t k = 0; k < MTH_SLICES; k++) MTH_RACY_SET(seg->span_of[k], (uint8_t)k);
+  for (size_t k = 0; k < MTH_SLICES; k++) MTH_RACY_SET(seg->span_of[k], mth_span_of_slice(k));
 }
 
 static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
@@ -109,7 +109,7 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
     seg->on_full_list = true;
   }
   for (size_t k = idx; k < idx + n; k++) {
-    MTH_RACY_SET(seg->span_of[k], (uint8_t)first);
+    MTH_RACY_SET(seg->span_of[k], mth_span_of_slice(first));
     if (k == first) continue;
     MTH_RACY_SET(seg->pages[k].slice_offset, (uint16_t)((k - first) * sizeof(mth_page_t)));
     MTH_RACY_SET(seg->pages[k].flags, 0);
@@ -226,7 +226,7 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
     MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
     MTH_RACY_SET(seg->pages[k].owner, NULL);
     MTH_RACY_SET(seg->pages[k].slice_offset, 0);
-    MTH_RACY_SET(seg->span_of[k], (uint8_t)k);
+    MTH_RACY_SET(seg->span_of[k], mth_span_of_slice(k));
   }
   mth_pages_add(n << MTH_SLICE_SHIFT, false);
   MTH_RACY_ADD(heap->st_span_ops, 1);
