@@ -462,6 +462,7 @@ MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 /* ---- heaps (heap.c) ---- */
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
+MTH_HIDDEN void mth_heap_tick_beat(mth_heap_t *heap);
 MTH_HIDDEN void mth_process_init(void);
 MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);
 MTH_HIDDEN void mth_heaps_collect_abandoned(void);

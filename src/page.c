@@ -90,9 +90,13 @@ void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page) {
  * the heap's tick runs now (remote frees, purging), as it would on a slow path. */
 void *mth_malloc_heartbeat(mth_page_t *page, mth_block_t *b) {
   mth_heap_t *heap = mth_tls_heap;
-  if (page->flags & MTH_PAGE_META) mth_bcache_beat(heap, page);   /* a block cache's */
-  else mth_page_flush_stats(heap, page);
-  mth_heap_tick(heap);
+  if (page->flags & MTH_PAGE_META) {   /* a block cache's, every MTH_BCACHE_BEAT pops */
+    mth_bcache_beat(heap, page);
+    mth_heap_tick(heap);
+  } else {                              /* a page's, every MTH_HEARTBEAT mallocs */
+    mth_page_flush_stats(heap, page);
+    mth_heap_tick_beat(heap);
+  }
   return b;
 }
 
