@@ -37,7 +37,9 @@
  *     pop, mth_bcache_put subtracts one per block); its credit and bin count its mallocs as a
  *     page's do, with a heartbeat every MTH_BCACHE_BEAT pops (the tick, and the low-water mark);
  *   - a cache descriptor is in no queue and no segment (flags MTH_PAGE_META, owner NULL):
- *     nothing reaches it from an address;
+ *     nothing reaches it from an address.  Until its class's first free into a full page it
+ *     is all zeros (flags 0, cap 0: it takes no block, and malloc finds its list empty), so a
+ *     thread that never uses these classes never touches their page of the heap;
  *   - thread exit, abandonment and mtheap_collect(true) give every cached block back to its page
  *     (mth_bcache_flush), so a parked heap's pages can empty and be released;
  *   - with MTHEAP_PURGE_DELAY_MS=0 (memory back at once) or MTHEAP_BCACHE=0 nothing is cached.
@@ -54,19 +56,18 @@ static size_t mth_bcache_cap(size_t bs) {
   return n < MTH_BCACHE_DEPTH ? n : MTH_BCACHE_DEPTH;
 }
 
-void mth_bcache_init(mth_heap_t *heap) {
-  for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
-    mth_page_t *c = &heap->bcache[k];
-    memset(c, 0, sizeof *c);
-    c->credit = MTH_BCACHE_BEAT;
-    c->bin = (uint8_t)(MTH_BCACHE_BIN0 + k);
-    c->block_size = (uint32_t)mth_bin_size(MTH_BCACHE_BIN0 + k);
-    c->flags = MTH_PAGE_META;
-    c->reserved = (uint16_t)mth_bcache_cap(c->block_size);   /* a cache's room: its cap */
-    heap->bcache_low[k] = 0;
-    if (!heap->bins[c->bin].first) mth_direct_update(heap, c->bin);
-  }
-  heap->bcache_scavenge_ms = 0;
+/* Cache c of heap, all zeros so far (a cache that takes nothing: its cap, reserved, is 0), set
+ * up at the class's first free into a full page; true if it may now take blocks.  Setting up
+ * every class when the heap is made wrote a 4 KiB page that most threads never need. */
+bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c) {
+  size_t bin = MTH_BCACHE_BIN0 + (size_t)(c - heap->bcache);
+  /* statistics read these from other threads (relaxed; the flags, written last, say "set up") */
+  MTH_RACY_SET(c->credit, MTH_BCACHE_BEAT);
+  MTH_RACY_SET(c->bin, (uint8_t)bin);
+  MTH_RACY_SET(c->block_size, (uint32_t)mth_bin_size(bin));
+  c->reserved = (uint16_t)mth_bcache_cap(mth_bin_size(bin));   /* a cache's room: its cap */
+  MTH_RACY_SET(c->flags, MTH_PAGE_META);   /* last: what statistics test for "set up" */
+  return c->reserved != 0;
 }
 
 /* (mth_bcache_put, inline in internal.h, is the free side on the slow path; free's fast path

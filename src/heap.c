@@ -106,13 +106,13 @@ mth_heap_t *mth_heap_get_slow(void) {
     atomic_store(&mth_have_abandoned, mth_heaps_abandoned != NULL);
     atomic_fetch_add_explicit(&mth_gstats.heaps_reused, 1, memory_order_relaxed);
   } else {
-    heap = mth_meta_alloc(sizeof *heap);
+    heap = mth_meta_alloc_pages(sizeof *heap);
     if (!heap) {
       mth_unlock(&mth_heaps_lock);
       return NULL;
     }
+    /* the block caches stay zero until used (mth_bcache_setup) */
     for (size_t i = 0; i < MTH_DIRECT_N; i++) heap->direct[i] = &mth_page_empty;
-    mth_bcache_init(heap);
     heap->all_next = mth_heaps_all;
     mth_heaps_all = heap;
   }

@@ -231,10 +231,6 @@ struct mth_heap_s {
   uint32_t retired_tick[MTH_RETIRED_MAX];
   uint32_t retired_head, retired_n, retired_slices;
   uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
-  /* Block caches (bcache.c): per class above MTH_RETAIN_MAX, blocks freed into full pages, as
-   * the free list of a descriptor no segment holds, which direct[] names while the class has
-   * no page with room. */
-  mth_page_t bcache[MTH_BCACHE_BINS];
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
   uint32_t slow_frees;                    /* the owner's frees into full pages on the slow path
@@ -252,6 +248,13 @@ struct mth_heap_s {
   /* written by other threads: keep off the owner's lines (inbox.c) */
   _Alignas(MTH_CACHE_LINE) _Atomic uint64_t inbox_n;   /* slots claimed since the last reset */
   _Atomic(mth_block_t *) remote;                      /* overflow list: inbox[] was full */
+  /* Block caches (bcache.c): per class above MTH_RETAIN_MAX, blocks freed into full pages, as
+   * the free list of a descriptor no segment holds, which direct[] names while the class has
+   * no page with room.  All zeros (a cache that takes nothing) until the class's first free
+   * into a full page sets it up (mth_bcache_setup).  Here, past the fields every thread uses
+   * and before the inbox, with heaps page-aligned (heap.c): a thread that uses neither these
+   * classes nor remote frees keeps its heap to two resident pages instead of four. */
+  _Alignas(MTH_CACHE_LINE) mth_page_t bcache[MTH_BCACHE_BINS];
   _Alignas(MTH_CACHE_LINE) _Atomic(mth_block_t *) inbox[MTH_INBOX_SLOTS];
   _Alignas(MTH_CACHE_LINE) char tail_pad_[0];
 };
@@ -297,6 +300,7 @@ MTH_HIDDEN uint64_t mth_clock_ms(void);
 MTH_HIDDEN uint64_t mth_clock_ns(void);
 MTH_HIDDEN size_t mth_os_resident(void);
 MTH_HIDDEN void *mth_meta_alloc(size_t size);   /* zeroed, never freed: heaps, regions */
+MTH_HIDDEN void *mth_meta_alloc_pages(size_t size);   /* the same, 4 KiB-aligned */
 
 /* ---- locks (lock.c): futex mutex that counts its waits ---- */
 typedef struct { _Atomic int state; } mth_lock_t;
@@ -428,7 +432,7 @@ MTH_HIDDEN void mth_direct_update(mth_heap_t *heap, size_t bin);
 MTH_HIDDEN void mth_page_give_back(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 
 /* ---- block caches (bcache.c) ---- */
-MTH_HIDDEN void mth_bcache_init(mth_heap_t *heap);
+MTH_HIDDEN bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c);
 MTH_HIDDEN void mth_bcache_schedule(mth_heap_t *heap);
 MTH_HIDDEN void mth_bcache_beat(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void *mth_bcache_pop(mth_heap_t *heap, mth_page_t *cache);

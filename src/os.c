@@ -127,9 +127,11 @@ size_t mth_os_resident(void) {
 MTH_HIDDEN mth_lock_t mth_meta_lock;
 static uint8_t *mth_meta_cur, *mth_meta_end;
 
-void *mth_meta_alloc(size_t size) {
+static void *mth_meta_alloc_aligned(size_t size, size_t align) {
   size = (size + MTH_CACHE_LINE - 1) & ~(size_t)(MTH_CACHE_LINE - 1);
   mth_lock(&mth_meta_lock);
+  uint8_t *cur = (uint8_t *)(((uintptr_t)mth_meta_cur + align - 1) & ~(uintptr_t)(align - 1));
+  if (mth_meta_cur && cur <= mth_meta_end) mth_meta_cur = cur;   /* chunks are page-aligned */
   if ((size_t)(mth_meta_end - mth_meta_cur) < size) {
     size_t chunk = size > ((size_t)1 << 20) ? size : ((size_t)1 << 20);
     uint8_t *p = mth_mmap(NULL, chunk, 0);
@@ -145,3 +147,9 @@ void *mth_meta_alloc(size_t size) {
   mth_unlock(&mth_meta_lock);
   return r;
 }
+
+void *mth_meta_alloc(size_t size) { return mth_meta_alloc_aligned(size, MTH_CACHE_LINE); }
+
+/* Heaps: whole pages of their own, so the pages a thread touches are its heap's and no other
+ * metadata lands in the heap's untouched tail (internal.h). */
+void *mth_meta_alloc_pages(size_t size) { return mth_meta_alloc_aligned((size + 4095) & ~(size_t)4095, 4096); }

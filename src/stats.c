@@ -57,6 +57,7 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
    * cache's pending mallocs are counted as a page's */
   for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
     const mth_page_t *c = &h->bcache[k];
+    if (LOAD(c->flags) == 0) continue;   /* never set up (mth_bcache_setup): holds nothing */
     uint64_t cached = mth_bcache_count(c);
     size_t bin = MTH_BCACHE_BIN0 + k;
     acc->pending[bin] += (uint64_t)(MTH_BCACHE_BEAT - LOAD(c->credit));
