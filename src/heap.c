@@ -175,9 +175,9 @@ void mth_heap_tick(mth_heap_t *heap) {
 }
 
 /* A page's heartbeat tick (every MTH_HEARTBEAT mallocs from it): not every 8th, every one, as
- * it is rare by construction.  A thread that only
- * takes the fast path once its peak is freed (rss-return: 32 small blocks replaced every
- * millisecond) had its deadlines looked at once a second: the block caches' scavenge needs
+ * it is rare by construction.  A thread that only takes the fast path once its peak is freed
+ * (rss-return: 32 small blocks replaced every millisecond) had its deadlines looked at once a
+ * second: the block caches' scavenge needs
  * two looks 100 ms apart before the pages under the cached blocks empty, and the segments
  * they empty then wait out the purge delay in the arena, so a freed 1 GiB peak stayed 31%
  * resident after 3 s when the phase of the 8 fell badly (1.7% when it did not). */
