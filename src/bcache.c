@@ -46,8 +46,6 @@
  */
 #include "internal.h"
 
-#include <string.h>
-
 #define MTH_BCACHE_SCAVENGE_MS 100
 
 static size_t mth_bcache_cap(size_t bs) {

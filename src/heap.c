@@ -159,17 +159,22 @@ void mth_heaps_collect_abandoned(void) {
   mth_unlock(&mth_heaps_lock);
 }
 
-/* Called on slow paths.  Remote frees are drained every time (two relaxed loads when there are
- * none, tested here so that an empty inbox costs no call into inbox.c).  Every 8th call looks for purge work, and reads the clock only if some is waiting
- * (in this heap or in the arena): a thread whose allocations mostly hit the fast path still
- * purges within a fraction of a second of the deadline, and one with nothing to purge pays
- * two loads. */
 static void mth_heap_tick_due(mth_heap_t *heap);
 
-void mth_heap_tick(mth_heap_t *heap) {
+/* Remote frees waiting: two relaxed loads when there are none, so an empty inbox costs no
+ * call into inbox.c. */
+MTH_INLINE void mth_heap_take_remote(mth_heap_t *heap) {
   if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) ||
       atomic_load_explicit(&heap->remote, memory_order_relaxed))
     mth_heap_drain_remote(heap);
+}
+
+/* Called on slow paths.  Remote frees are taken in every time; every 8th call looks for purge
+ * work, and reads the clock only if some is waiting (in this heap or in the arena), so a
+ * thread with nothing to purge pays two loads.  A thread that stays on the fast path gets
+ * the heartbeat's tick below instead. */
+void mth_heap_tick(mth_heap_t *heap) {
+  mth_heap_take_remote(heap);
   if ((++heap->ticks & 7) != 0) return;
   mth_heap_tick_due(heap);
 }
@@ -177,14 +182,12 @@ void mth_heap_tick(mth_heap_t *heap) {
 /* A page's heartbeat tick (every MTH_HEARTBEAT mallocs from it): not every 8th, every one, as
  * it is rare by construction.  A thread that only takes the fast path once its peak is freed
  * (rss-return: 32 small blocks replaced every millisecond) had its deadlines looked at once a
- * second: the block caches' scavenge needs
- * two looks 100 ms apart before the pages under the cached blocks empty, and the segments
- * they empty then wait out the purge delay in the arena, so a freed 1 GiB peak stayed 31%
- * resident after 3 s when the phase of the 8 fell badly (1.7% when it did not). */
+ * second: the block caches' scavenge needs two looks 100 ms apart before the pages under the
+ * cached blocks empty, and the segments they empty then wait out the purge delay in the arena,
+ * so a freed 1 GiB peak stayed 31% resident after 3 s when the phase of the 8 fell badly (1.7%
+ * when it did not). */
 void mth_heap_tick_beat(mth_heap_t *heap) {
-  if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) ||
-      atomic_load_explicit(&heap->remote, memory_order_relaxed))
-    mth_heap_drain_remote(heap);
+  mth_heap_take_remote(heap);
   ++heap->ticks;
   mth_heap_tick_due(heap);
 }

@@ -253,7 +253,7 @@ struct mth_heap_s {
    * no page with room.  All zeros (a cache that takes nothing) until the class's first free
    * into a full page sets it up (mth_bcache_setup).  Here, past the fields every thread uses
    * and before the inbox, with heaps page-aligned (heap.c): a thread that uses neither these
-   * classes nor remote frees keeps its heap to two resident pages instead of four. */
+   * classes nor remote frees keeps its heap to two resident pages (tests/test_pages.c footprint). */
   _Alignas(MTH_CACHE_LINE) mth_page_t bcache[MTH_BCACHE_BINS];
   _Alignas(MTH_CACHE_LINE) _Atomic(mth_block_t *) inbox[MTH_INBOX_SLOTS];
   _Alignas(MTH_CACHE_LINE) char tail_pad_[0];
@@ -365,9 +365,10 @@ MTH_INLINE mth_page_t *mth_page_of(mth_segment_t *seg, const void *p) {
   mth_page_t *page = &seg->pages[idx];
   return (mth_page_t *)((uint8_t *)page - page->slice_offset);
 }
-/* The same through the segment's span_of map (free's fast path): the segment is 4 MiB
- * aligned, so the slice index is a bit field of the address. */
+/* span_of's entry for a slice of the span that starts at slice first (segment.c keeps it). */
 MTH_INLINE uint16_t mth_span_of_slice(size_t first) { return (uint16_t)(first << MTH_PAGE_DESC_SHIFT); }
+/* The same as mth_page_of through the segment's span_of map (free's fast path): the segment is
+ * 4 MiB aligned, so the slice index is a bit field of the address. */
 MTH_INLINE mth_page_t *mth_page_of_fast(mth_segment_t *seg, uintptr_t a) {
   size_t off = MTH_RACY_GET(seg->span_of[(a >> MTH_SLICE_SHIFT) & (MTH_SLICES - 1)]);
   return (mth_page_t *)((uint8_t *)seg->pages + off);

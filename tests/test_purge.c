@@ -92,8 +92,6 @@ static void *gib_thread(void *arg) {
   return NULL;
 }
 
-static void wait_for_return_fast(void);
-
 static void wait_for_return(void) {
   th_rng_t r = th_rng(7);
   uint64_t t0 = th_now_ms();
