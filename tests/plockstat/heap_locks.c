@@ -1,18 +1,21 @@
 /* Locks made on the heap by one function, as pigz's new_lock_ makes them: two lock objects
  * (a mutex and a condition variable each) from new_lock, called from setup.  The first is
  * blocked on 3 times, the second 5 times; their condition variables are waited on 2 and 4
- * times.  Each must get its own name, the same in every run. */
+ * times.  Each must get its own name, the same in every run.  The counts must not depend on
+ * scheduling (ctest runs this beside the stress tests on two cores): the holder lets go only
+ * once main is queued on the mutex, and the signaller bumps the value only while main waits. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-struct lock { pthread_mutex_t mutex; pthread_cond_t cond; int value; };
+struct lock { pthread_mutex_t mutex; pthread_cond_t cond; int value, waiting; };
 
 __attribute__((noinline)) static struct lock *new_lock(void) {
   struct lock *l = malloc(sizeof *l);
   pthread_mutex_init(&l->mutex, NULL);
   pthread_cond_init(&l->cond, NULL);
   l->value = 0;
+  l->waiting = 0;
   return l;
 }
 
@@ -26,7 +29,10 @@ static void *holder(void *arg) {
   for (int i = 0; i < blocks; i++) {
     pthread_mutex_lock(&l->mutex);
     pthread_barrier_wait(&held);
-    usleep(10 * 1000);
+    /* until main sleeps on the mutex: glibc marks a normal mutex's lock word 2 ("waiters")
+     * before the futex wait (a 10 ms sleep here let a descheduled main find it free) */
+    for (int ms = 0; ms < 5000 && __atomic_load_n(&l->mutex.__data.__lock, __ATOMIC_ACQUIRE) != 2; ms++)
+      usleep(1000);
     pthread_mutex_unlock(&l->mutex);
     pthread_barrier_wait(&held);
   }
@@ -52,6 +58,14 @@ static void *signaller(void *arg) {
   for (int i = 0; i < waits; i++) {
     usleep(5 * 1000);
     pthread_mutex_lock(&l->mutex);
+    /* only while main is in pthread_cond_wait (it sets waiting under the mutex, which the
+     * wait releases): a bump made while main was late would be one wait fewer */
+    while (!l->waiting) {
+      pthread_mutex_unlock(&l->mutex);
+      usleep(1000);
+      pthread_mutex_lock(&l->mutex);
+    }
+    l->waiting = 0;
     l->value++;
     pthread_cond_signal(&l->cond);
     pthread_mutex_unlock(&l->mutex);
@@ -65,7 +79,10 @@ static void wait_on(struct lock *l) {
   l->value = 0;
   pthread_create(&t, NULL, signaller, l);
   for (int seen = 0; seen < waits; seen++) {
-    while (l->value <= seen) pthread_cond_wait(&l->cond, &l->mutex);
+    while (l->value <= seen) {
+      l->waiting = 1;
+      pthread_cond_wait(&l->cond, &l->mutex);
+    }
   }
   pthread_mutex_unlock(&l->mutex);
   pthread_join(t, NULL);
