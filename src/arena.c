@@ -93,10 +93,19 @@ static long mth_region_find(const mth_region_t *r, size_t n, size_t step, size_t
   return -1;
 }
 
+/* A slot that joins a run as other than its head becomes block memory.  If it is dirty, the
+ * header a span segment left in it may still be intact, and a span segment made there later
+ * would trust that header's record of which slices are zero (segment.c, mth_header_init)
+ * although the block has written them: so the old header is invalidated now, before any write.
+ * (fuzz_replay: calloc returned stale bytes once blocks of one or two slots became common.) */
 static void mth_run_claim(mth_region_t *r, size_t s, size_t n, uint32_t head, bool *is_zero) {
   bool zero = true;
   for (size_t k = s; k < s + n; k++) {
-    if (bit_get(r->dirty_bits, k)) zero = false;
+    if (bit_get(r->dirty_bits, k)) {
+      zero = false;
+      mth_segment_t *old = (mth_segment_t *)(r->base + (k << MTH_SEG_SHIFT));
+      if (k != head && mth_segment_valid(old)) __atomic_store_n(&old->cookie, 0, __ATOMIC_RELAXED);
+    }
     bit_clear(r->free_bits, k);
     bit_clear(r->dirty_bits, k);
     r->head[k] = head;

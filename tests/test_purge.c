@@ -1,5 +1,5 @@
 /* Memory goes back to the OS, and the steady state makes no mmap/munmap calls.
- * Usage: test_purge return|fastpath|thread|remote|nommap|reuse|dirtiest   (linked with libmtheap.so)
+ * Usage: test_purge return|fastpath|thread|remote|nommap|reuse|dirtiest|innerhdr   (linked with libmtheap.so)
  *
  *   return   ~1 GiB in mixed sizes (mostly 4 KiB..1 MiB, some huge) allocated and freed by
  *            the main thread, which then keeps doing a little malloc/free work every
@@ -23,9 +23,15 @@
  *            in what had just been dropped), and the purge delay then returns it.
  *   dirtiest a run of huge slots is taken where the most of it is still resident, not at the
  *            first run that starts on a resident slot.
+ *   innerhdr span segments freed to the arena, a huge block over their slots that writes all
+ *            but the old segment headers, then calloc from new span segments there: every byte
+ *            zero.  The headers left intact said which slices were never written, and a span
+ *            segment made in such a slot believed them (fuzz_replay found stale bytes).
  */
 #include "testutil.h"
 #include <sys/mman.h>
+
+#include "internal.h"   /* the geometry: MTH_SEG_SIZE, MTH_SLICE_SIZE, MTH_LARGE_MAX */
 
 #define GIB ((size_t)1 << 30)
 
@@ -230,6 +236,45 @@ static void case_dirtiest(void) {
   free(w2);
 }
 
+static void case_innerhdr(void) {
+  const size_t mib = (size_t)1 << 20, slot = MTH_SEG_SIZE;
+  free(malloc(16));
+  /* span segments with a large block each, freed: back to the arena (one stays cached) with
+   * their headers intact */
+  enum { NSEG = 6, NCALLOC = 64 };
+  char *seg_blocks[NSEG];
+  for (int i = 0; i < NSEG; i++) {
+    seg_blocks[i] = malloc(MTH_LARGE_MAX);
+    TCHECK(seg_blocks[i] != NULL);
+    memset(seg_blocks[i], 0x11, MTH_LARGE_MAX);
+  }
+  for (int i = 0; i < NSEG; i++) free(seg_blocks[i]);
+  /* a huge block over those slots writes everything but the first 64 KiB of each slot */
+  size_t hsize = (NSEG + 1) * slot;
+  char *h = malloc(hsize);
+  TCHECK(h != NULL);
+  char *run = (char *)((uintptr_t)h & ~(uintptr_t)(slot - 1));
+  for (char *sl = run + slot; sl + slot <= h + hsize; sl += slot) memset(sl + 64 * 1024, 0x5a, slot - 64 * 1024);
+  free(h);
+  /* span segments made in those slots again: large blocks of slices that no header may
+   * claim are zero */
+  size_t csize = 8 * MTH_SLICE_SIZE - 4096;   /* beyond the size classes, a few slices */
+  char *c[NCALLOC];
+  int inside = 0;
+  for (int i = 0; i < NCALLOC; i++) {
+    c[i] = calloc(1, csize);
+    TCHECK(c[i] != NULL);
+    if (c[i] >= run + slot && c[i] < run + (NSEG + 1) * slot) inside++;
+    for (size_t o = 0; o < csize; o += 512)
+      if (c[i][o]) TFAIL("calloc(%zu) #%d at %p: byte %zu is 0x%02x, not zero (huge run at %p)", csize,
+                         i, (void *)c[i], o, (unsigned char)c[i][o], (void *)run);
+  }
+  printf("%d of %d calloc'd blocks inside the freed huge run's slots\n", inside, NCALLOC);
+  TCHECKF(inside > 0, "no calloc'd block reused the huge run's slots (run at %p, %zu MiB): the case "
+          "tests nothing", (void *)run, hsize / mib);
+  for (int i = 0; i < NCALLOC; i++) free(c[i]);
+}
+
 static void case_reuse(void) {
   const size_t mib = (size_t)1 << 20;
   free(malloc(16));   /* the thread's span segment exists before the hole is made */
@@ -315,8 +360,10 @@ int main(int argc, char **argv) {
     case_reuse();
   } else if (!strcmp(argv[1], "dirtiest")) {
     case_dirtiest();
+  } else if (!strcmp(argv[1], "innerhdr")) {
+    case_innerhdr();
   } else {
-    TFAIL("usage: %s return|fastpath|thread|remote|nommap|reuse|dirtiest", argv[0]);
+    TFAIL("usage: %s return|fastpath|thread|remote|nommap|reuse|dirtiest|innerhdr", argv[0]);
   }
   return 0;
 }

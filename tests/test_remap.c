@@ -10,9 +10,11 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 
-static volatile int fail_whole;       /* refuse the next call that moves more than 4 MiB (EFAULT) */
+#include "internal.h"   /* MTH_SEG_SIZE: the arena's slot, the unit of a piecewise move */
+
+static volatile int fail_whole;       /* refuse the next call that moves more than a slot (EFAULT) */
 static volatile int fail_piece = -1;  /* after that, refuse the piece with this index (ENOMEM) */
-static volatile int pieces;           /* 4 MiB moves seen since the whole range was refused */
+static volatile int pieces;           /* one-slot moves seen since the whole range was refused */
 static volatile int calls;  /* volatile: the compiler takes realloc for the builtin that calls nothing of ours */
 
 void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...) {
@@ -23,13 +25,13 @@ void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...) {
   void *new_addr = (flags & MREMAP_FIXED) ? va_arg(ap, void *) : NULL;
   va_end(ap);
   calls++;
-  if (fail_whole && old_size > ((size_t)4 << 20)) {
+  if (fail_whole && old_size > MTH_SEG_SIZE) {
     fail_whole = 0;
     pieces = 0;
     errno = EFAULT;
     return MAP_FAILED;
   }
-  if (old_size == ((size_t)4 << 20) && new_size == old_size && pieces++ == fail_piece) {
+  if (old_size == MTH_SEG_SIZE && new_size == old_size && pieces++ == fail_piece) {
     errno = ENOMEM;
     return MAP_FAILED;
   }
