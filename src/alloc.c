@@ -223,7 +223,7 @@ void *mth_malloc_aligned(size_t size, size_t align) {
     return mth_malloc_fast(size);
   size_t over = size + align - 1;
   if (over <= MTH_LARGE_MAX) {
-    if (size > MTH_CLASS_MAX && align <= MTH_SLICE_SIZE) return mth_malloc_fast(size);  /* large spans are 64 KiB aligned */
+    if (size > MTH_CLASS_MAX && align <= MTH_SLICE_SIZE) return mth_malloc_fast(size);  /* large spans start on a slice */
     uint8_t *p = mth_malloc_fast(over);
     if (!p) return NULL;
     uint8_t *q = (uint8_t *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));

@@ -1,4 +1,4 @@
-/* The arena: address space reserved in 1 GiB-aligned regions, handed out as runs of 4 MiB slots.
+/* The arena: address space reserved in 1 GiB-aligned regions, handed out as runs of 2 MiB slots.
  *
  * Why: every mmap/munmap takes the kernel's mmap lock for writing and stalls all page faults of
  * the process (the NTT report's 300 ms mallocs).  Regions are reserved once and never unmapped;
@@ -135,7 +135,7 @@ static long mth_arena_find_dirtiest(size_t nr, size_t nslots, size_t step, size_
   return best;
 }
 
-/* A run of nslots; with align > 4 MiB, slot (start + lead) is aligned to it. */
+/* A run of nslots; with align > a slot, slot (start + lead) is aligned to it. */
 mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *is_zero) {
   size_t step = align > MTH_SEG_SIZE ? align >> MTH_SEG_SHIFT : 1;
   if (align > MTH_REGION_SIZE) return NULL;

@@ -2,10 +2,10 @@
  *
  * Memory layout
  *   region   1 GiB-aligned address space reserved once with MAP_NORESERVE (arena.c); divided
- *            into 4 MiB slots.  Regions are never unmapped: that keeps mmap/munmap out of the
+ *            into 2 MiB slots.  Regions are never unmapped: that keeps mmap/munmap out of the
  *            steady state, and it keeps every pointer we ever handed out inside mapped memory.
  *   segment  one or more slots starting with a header (mth_segment_t).  A "span" segment is
- *            owned by one heap and cut into 64 slices of 64 KiB (slice 0 is the header); a
+ *            owned by one heap and cut into 64 slices of 32 KiB (slice 0 is the header); a
  *            "huge" segment holds one block and belongs to no heap.
  *   page     a run of slices (a span) holding blocks of one size class, or one large block.
  *            Its descriptor is pages[first slice]; the other slices of the span point back to
@@ -63,15 +63,27 @@
 #define MTH_RACY_ADD(lv, d) MTH_RACY_SET(lv, (lv) + (d))
 
 /* ---- geometry ---- */
-#define MTH_SLICE_SHIFT 16
-#define MTH_SLICE_SIZE ((size_t)1 << MTH_SLICE_SHIFT)       /* 64 KiB */
-#define MTH_SEG_SHIFT 22
-#define MTH_SEG_SIZE ((size_t)1 << MTH_SEG_SHIFT)           /* 4 MiB */
+/* Slices of 32 KiB: a heap's page of a small class is one or two slices, and every heap has
+ * about one page per class it uses, so a program of many threads holds threads x classes
+ * pages (mstress -t 8, 9 heaps and ~25 classes: 254 pages of 64 KiB, 16 MiB resident for
+ * 3.5 MiB of live blocks; with 32 KiB slices peak RSS 61 -> 42.5 MiB).  16 KiB slices would
+ * halve that again, but with 64 slices a segment of 1 MiB, blocks from 512 KiB up would get
+ * runs of their own: realloc -t 2 ran 3x slower through mremap. */
+#define MTH_SLICE_SHIFT 15
+#define MTH_SLICE_SIZE ((size_t)1 << MTH_SLICE_SHIFT)       /* 32 KiB */
+#define MTH_SEG_SHIFT 21
+#define MTH_SEG_SIZE ((size_t)1 << MTH_SEG_SHIFT)           /* 2 MiB */
 #define MTH_SEG_MASK (MTH_SEG_SIZE - 1)
 #define MTH_SLICES (MTH_SEG_SIZE / MTH_SLICE_SIZE)          /* 64 */
 #define MTH_REGION_SHIFT 30
 #define MTH_REGION_SIZE ((size_t)1 << MTH_REGION_SHIFT)     /* 1 GiB */
+/* user addresses: below 2^47 on x86-64 (the kernel returns higher ones only to a hint above
+ * that); 48 bits elsewhere (arm64) */
+#if defined(__x86_64__)
+#define MTH_ADDR_BITS 47
+#else
 #define MTH_ADDR_BITS 48
+#endif
 
 /* ---- size classes: 16-byte steps to 128, then 8 classes per doubling (<= 12.5% apart) ---- */
 #define MTH_SMALL_MAX 4096                   /* sizes the direct table maps in 16-byte steps */
@@ -83,10 +95,10 @@
 #define MTH_DIRECT_N (MTH_DIRECT_SMALL + (MTH_CLASS_MAX - MTH_SMALL_MAX) / 512)
 #define MTH_BINS 89                          /* classes 1..88; 0 unused */
 #define MTH_BIN_LARGE 0                      /* bin of a single-block large span */
-#define MTH_LARGE_MAX ((size_t)32 << 16)     /* 2 MiB: larger blocks get their own segments */
+#define MTH_LARGE_MAX ((size_t)32 << MTH_SLICE_SHIFT)   /* 1 MiB: larger blocks get their own runs */
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
 #define MTH_RETIRED_MAX 32                   /* further empty pages a heap keeps for a while, */
-#define MTH_RETIRED_SLICES 32                /* ... holding at most this many slices (2 MiB), */
+#define MTH_RETIRED_SLICES ((2u << 20) >> MTH_SLICE_SHIFT)  /* ... holding at most 2 MiB of slices, */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
 #define MTH_BCACHE_BIN0 57                   /* first class above MTH_RETAIN_MAX (9 KiB) */
 #define MTH_BCACHE_BINS (MTH_BINS - MTH_BCACHE_BIN0)
@@ -186,7 +198,7 @@ typedef struct mth_segment_s {
   uintptr_t cookie;           /* address ^ mth_secret: a foreign pointer fails this check */
   mth_heap_t *heap;           /* owner of a span segment; NULL for huge */
   uint32_t kind;
-  uint32_t nslots;            /* huge: 4 MiB slots in the run */
+  uint32_t nslots;            /* huge: 2 MiB slots in the run */
   uint64_t used_mask;         /* slices in use; bit 0 (header) always set */
   uint64_t dirty_mask;        /* free slices that may be resident; free & ~dirty is zeroed */
   uint64_t purge_at_ms;       /* 0, or when dirty slices become due for purging */
@@ -263,7 +275,7 @@ enum { MTH_HEAP_LIVE = 1, MTH_HEAP_ABANDONED = 2 };
 
 /* ---- globals ---- */
 extern MTH_HIDDEN uintptr_t mth_secret;
-extern MTH_HIDDEN uint8_t mth_segmap[];            /* byte per 4 MiB slot: live segment header */
+extern MTH_HIDDEN uint8_t mth_segmap[];            /* byte per 2 MiB slot: live segment header */
 extern MTH_HIDDEN mth_page_t mth_page_empty;       /* free == NULL: sends malloc to slow path */
 extern MTH_HIDDEN mth_heap_t mth_heap_empty;       /* TLS value of a thread with no heap yet */
 extern MTH_HIDDEN __thread mth_heap_t *mth_tls_heap __attribute__((tls_model("initial-exec")));
@@ -338,7 +350,7 @@ MTH_HIDDEN void mth_arena_stats(size_t *reserved, size_t *committed);
 typedef void (*mth_segment_visit_fn)(mth_segment_t *seg, void *arg);
 MTH_HIDDEN void mth_arena_visit(mth_segment_visit_fn fn, void *arg);
 
-/* A byte per slot (64 MiB of .bss for a 48-bit address space, untouched but where segments
+/* A byte per slot (64 MiB of .bss for a 47-bit address space, untouched but where segments
  * live): one load and compare on the free fast path, and set or cleared with a plain store. */
 #define MTH_SEGMAP_SLOTS ((size_t)1 << (MTH_ADDR_BITS - MTH_SEG_SHIFT))
 MTH_INLINE void mth_segmap_set(const void *seg, bool on) {
@@ -368,7 +380,7 @@ MTH_INLINE mth_page_t *mth_page_of(mth_segment_t *seg, const void *p) {
 /* span_of's entry for a slice of the span that starts at slice first (segment.c keeps it). */
 MTH_INLINE uint16_t mth_span_of_slice(size_t first) { return (uint16_t)(first << MTH_PAGE_DESC_SHIFT); }
 /* The same as mth_page_of through the segment's span_of map (free's fast path): the segment is
- * 4 MiB aligned, so the slice index is a bit field of the address. */
+ * 2 MiB aligned, so the slice index is a bit field of the address. */
 MTH_INLINE mth_page_t *mth_page_of_fast(mth_segment_t *seg, uintptr_t a) {
   size_t off = MTH_RACY_GET(seg->span_of[(a >> MTH_SLICE_SHIFT) & (MTH_SLICES - 1)]);
   return (mth_page_t *)((uint8_t *)seg->pages + off);
@@ -389,7 +401,7 @@ MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page) {
 MTH_HIDDEN mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t nslices, size_t room, bool *is_zero);
 MTH_HIDDEN void mth_span_free(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t size);
-/* A large block's usable size: the request rounded up to an OS page, not the span's 64 KiB
+/* A large block's usable size: the request rounded up to an OS page, not the span's 32 KiB
  * slices.  realloc copies the usable bytes (the program may have written them all), so
  * slack there would be copied by every move of a growing block (with the room of
  * mth_page_alloc_growing, see page.c for the measurement). */

@@ -25,7 +25,7 @@ static void mth_munmap(void *p, size_t size) {
 
 static void mth_no_thp(void *p, size_t size) {
   if (mth_opt.thp) return;
-  /* 64 KiB purges inside a transparent huge page would split it, and a huge page makes RSS
+  /* purges of a few slices inside a transparent huge page would split it, and a huge page makes RSS
    * jump by 2 MiB for one touched byte: the complaint users have of other allocators. */
   atomic_fetch_add_explicit(&mth_gstats.madvise_calls, 1, memory_order_relaxed);
   madvise(p, size, MADV_NOHUGEPAGE);
@@ -60,7 +60,7 @@ static bool mth_mremap_fixed(void *old, size_t old_size, void *new_addr, size_t 
 /* Move the pages of [old, old+old_size) to new_addr (inside our reservation) without copying.
  * mremap moves one mapping only (EFAULT when the range spans several), and every earlier move
  * leaves mapping boundaries behind: at the block it moved and at the hole it mapped again.
- * Those boundaries are on 4 MiB slots, so a range the kernel refuses whole is moved slot by
+ * Those boundaries are on 2 MiB slots, so a range the kernel refuses whole is moved slot by
  * slot; if a piece fails, the pieces already moved go back and the caller copies. */
 bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, size_t new_size) {
   if (mth_mremap_fixed(old, old_size, new_addr, new_size)) {

@@ -1,5 +1,5 @@
-/* Segments: 4 MiB units of the arena.  A span segment belongs to one heap and is cut into
- * spans of 64 KiB slices; a huge segment (a run of slots) holds one block of any thread.
+/* Segments: 2 MiB units of the arena.  A span segment belongs to one heap and is cut into
+ * spans of 32 KiB slices; a huge segment (a run of slots) holds one block of any thread.
  *
  * Invariants:
  *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.

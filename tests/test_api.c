@@ -9,7 +9,7 @@
  * of recycled, dirty memory); ENOMEM on overflow and impossible sizes, with the old block intact
  * after a failed realloc; posix_memalign's EINVAL cases and alignments 8 B..64 MiB; aligned_alloc,
  * memalign, valloc, pvalloc; usable size bounds for every size class (classes at most 12.5%
- * apart up to 128 KiB, 64 KiB rounding above); realloc preserving contents across every size
+ * apart up to 128 KiB, 4 KiB rounding above); realloc preserving contents across every size
  * transition; realloc(p, 0) freeing; free(NULL); the sized frees; the statistics; mtheap_owns;
  * mtheap_stats_print; mtheap_collect returning memory.
  */
@@ -305,7 +305,7 @@ static void test_valloc(void) {
 }
 
 /* Size classes: every request fits, and no class wastes more than 12.5% (+16 bytes) up to
- * 128 KiB; above that, blocks are rounded to 64 KiB.  A window of recent blocks stays live and
+ * 128 KiB; above that, usable sizes are rounded to 4 KiB.  A window of recent blocks stays live and
  * filled to their full usable size, so blocks of neighbouring classes must not overlap. */
 static void test_size_classes(void) {
   enum { WIN = 64 };
@@ -345,7 +345,7 @@ static void test_size_classes(void) {
     }
 }
 
-/* realloc across tiny -> small -> large (>128 KiB) -> huge (>4 MiB) -> back, in both directions,
+/* realloc across tiny -> small -> large (>128 KiB) -> huge (>1 MiB) -> back, in both directions,
  * checking at every step that min(old, new) bytes survived. */
 static void test_realloc(void) {
   static const size_t seq[] = {
@@ -404,7 +404,7 @@ static void test_realloc(void) {
   th_stats(&h0);
   void *lb2 = T_REALLOC(lb, VZ(200000));
   TCHECKF(lb2 == lb, "shrinking a 1 MiB block to 200000 bytes moved it (%p -> %p)", lb, lb2);
-  /* a large block's usable size is its request rounded to 4 KiB (not the span's 64 KiB
+  /* a large block's usable size is its request rounded to 4 KiB (not the span's 32 KiB
    * slices: realloc copies usable bytes, so slack there would be copied on every move) */
   TCHECKF(T_USABLE_SIZE(lb2) == (size_t)200704, "shrunk large block: usable %zu, want 200704 "
           "(200000 rounded to 4 KiB)", T_USABLE_SIZE(lb2));

@@ -46,9 +46,10 @@
 #include "testutil.h"
 #include <sys/mman.h>
 
-#include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES */
+#include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES; the geometry */
 
-#define SLICE ((size_t)64 << 10)
+#define SLICE MTH_SLICE_SIZE
+#define SMALL_PAGE_MAX ((size_t)64 << 10)   /* the longest page of a class up to 8 KiB (page.c) */
 
 static uint64_t class_pages(size_t block_size) {
   struct mtheap_stats st;
@@ -119,7 +120,7 @@ static void case_bound(void) {
   size_t kept_small = 0;
   for (int c = 0; c < 24; c++) {
     size_t size = 1024 + (size_t)c * 1664;
-    size_t per_page = size <= 8192 ? SLICE / size : 8;
+    size_t per_page = size <= 8192 ? SMALL_PAGE_MAX / size : 8;
     int n = (int)(3 * per_page);
     if (n > 256) n = 256;
     batch(size, n, (uint64_t)c << 16);
@@ -130,8 +131,8 @@ static void case_bound(void) {
           kept_small + MTH_RETIRED_MAX);
   struct mtheap_stats st;
   th_stats(&st);
-  /* the ring holds at most MTH_RETIRED_SLICES slices; each small class keeps one 64 KiB page */
-  size_t bound = kept_small * SLICE + (size_t)MTH_RETIRED_SLICES * SLICE;
+  /* the ring holds at most MTH_RETIRED_SLICES slices; each small class keeps one page */
+  size_t bound = kept_small * SMALL_PAGE_MAX + (size_t)MTH_RETIRED_SLICES * SLICE;
   TCHECKF(st.pages_in_use <= bound, "%zu bytes of pages in use with nothing live, bound %zu", st.pages_in_use,
           bound);
   mtheap_collect(true);
@@ -278,7 +279,8 @@ static void *carve_thread(void *arg) {
     /* the next blocks of the page: distinct, each touching only what it covers */
     uint8_t *q = T_MALLOC(sz), *r = T_MALLOC(sz);
     TCHECK(q && r && q != p && r != p && r != q);
-    TCHECK((uintptr_t)q >> 16 == (uintptr_t)p >> 16 && (uintptr_t)r >> 16 == (uintptr_t)p >> 16);
+    TCHECK((uintptr_t)q >> MTH_SLICE_SHIFT == (uintptr_t)p >> MTH_SLICE_SHIFT &&
+           (uintptr_t)r >> MTH_SLICE_SHIFT == (uintptr_t)p >> MTH_SLICE_SHIFT);
     size_t span = (size_t)((r > q ? r : q) + sz - p);
     if (resident_in_slice(p) > span / 4096 + 2)
       TFAIL("three mallocs of %zu: %zu OS pages resident, more than the %zu bytes they cover", sz,
