@@ -356,8 +356,9 @@ MTH_HIDDEN void mth_arena_visit(mth_segment_visit_fn fn, void *arg);
 MTH_INLINE void mth_segmap_set(const void *seg, bool on) {
   __atomic_store_n(&mth_segmap[(uintptr_t)seg >> MTH_SEG_SHIFT], on, __ATOMIC_RELEASE);
 }
-/* For the free fast path: no range check.  An address above 2^48 (never a user pointer on
- * x86-64) aliases a lower slot; every other foreign pointer reads a clear byte.  A plain read
+/* For the free fast path: no range check.  An address from 2^MTH_ADDR_BITS up (on x86-64
+ * only with 5-level paging and an mmap hint that high) aliases a lower slot; every other
+ * foreign pointer reads a clear byte.  A plain read
  * (one compare with memory): a byte is written only when its segment is made or given back. */
 MTH_INLINE bool mth_segmap_test_fast(uintptr_t a) {
   return MTH_RACY_GET(mth_segmap[(a >> MTH_SEG_SHIFT) & (MTH_SEGMAP_SLOTS - 1)]) != 0;
