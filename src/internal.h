@@ -97,6 +97,7 @@
 #define MTH_BIN_LARGE 0                      /* bin of a single-block large span */
 #define MTH_LARGE_MAX ((size_t)32 << MTH_SLICE_SHIFT)   /* 1 MiB: larger blocks get their own runs */
 #define MTH_RETAIN_MAX ((size_t)8 << 10)     /* empty pages kept per bin up to this block size */
+#define MTH_SMALL_PAGE_MAX ((size_t)64 << 10) /* longest page of a class up to MTH_RETAIN_MAX */
 #define MTH_RETIRED_MAX 32                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES ((2u << 20) >> MTH_SLICE_SHIFT)  /* ... holding at most 2 MiB of slices, */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */

@@ -37,7 +37,7 @@ MTH_HIDDEN mth_page_t mth_page_empty;
 static size_t mth_bin_slices(size_t bs) {
   if (bs <= MTH_RETAIN_MAX) {
     size_t n = (bs * 16 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
-    size_t most = ((size_t)64 << 10) >> MTH_SLICE_SHIFT;
+    size_t most = MTH_SMALL_PAGE_MAX >> MTH_SLICE_SHIFT;
     return n > most ? most : n;
   }
   size_t n = (bs * 4 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;

@@ -49,7 +49,7 @@
 #include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES; the geometry */
 
 #define SLICE MTH_SLICE_SIZE
-#define SMALL_PAGE_MAX ((size_t)64 << 10)   /* the longest page of a class up to 8 KiB (page.c) */
+#define SMALL_PAGE_MAX MTH_SMALL_PAGE_MAX   /* the longest page of a class up to 8 KiB */
 
 static uint64_t class_pages(size_t block_size) {
   struct mtheap_stats st;
