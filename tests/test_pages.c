@@ -28,6 +28,10 @@
  *            use writes a word into each block, and up to 8 blocks of 4 KiB were carved, 32 KiB
  *            resident for stdio's one buffer; the blocks then handed out are distinct and
  *            each still faults in only its own pages
+ *   spans    a new thread's first block of a class takes a span of the class's length: one
+ *            32 KiB slice up to 2 KiB blocks, 64 KiB from there to 8 KiB (16 blocks of 4 KiB
+ *            per page), four blocks above (64 KiB for 16 KiB, 512 KiB for 128 KiB): short pages
+ *            for the many classes every thread uses, long enough ones for batches
  *   footprint  a new thread that mallocs one small block: its heap starts a page and has at
  *            most two resident pages (the block caches, set up on first use, and the remote-free
  *            inbox stay untouched), its segment's header one; then a free into a full page of
@@ -42,7 +46,7 @@
  *   bcache_scavenge the same freed by the owner, then only other work: the idle cache gives its
  *            blocks back (every 100 ms, what stayed unused) and the class's pages go within 2 s
  *   bcache_exit     a thread that fills its cache and exits leaves no page of the class
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|bcache_bound|bcache_scavenge|bcache_exit */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit */
 #include "testutil.h"
 #include <sys/mman.h>
 
@@ -319,6 +323,46 @@ static void *footprint_thread(void *arg) {
   return NULL;
 }
 
+static size_t spans_now(void) {
+  struct mtheap_stats st;
+  th_stats(&st);
+  return st.pages_in_use;
+}
+
+static void *spans_thread(void *arg) {
+  (void)arg;
+  static const struct { size_t size, span; } want[] = {
+      {16, 32 << 10},   {1024, 32 << 10}, {2048, 32 << 10},  {4096, 64 << 10},
+      {8192, 64 << 10}, {16384, 64 << 10}, {131072, 512 << 10}};
+  void *keep[sizeof want / sizeof *want];
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    size_t before = spans_now();
+    keep[i] = T_MALLOC(want[i].size);
+    TCHECK(keep[i] != NULL);
+    size_t got = spans_now() - before;
+    if (got != want[i].span)
+      TFAIL("first malloc(%zu) of a new thread took a span of %zu KiB, expected %zu KiB", want[i].size,
+            got >> 10, want[i].span >> 10);
+  }
+  /* 16 blocks of 4 KiB share the page the first one opened; the 17th opens another */
+  void *more[16];
+  size_t before = spans_now();
+  for (int i = 0; i < 15; i++) TCHECK((more[i] = T_MALLOC(4096)) != NULL);
+  TCHECKF(spans_now() == before, "%s", "16 blocks of 4 KiB did not fit one page");
+  TCHECK((more[15] = T_MALLOC(4096)) != NULL);
+  TCHECKF(spans_now() - before == (64 << 10), "the 17th block of 4 KiB took %zu KiB of spans, expected a "
+          "64 KiB page", (spans_now() - before) >> 10);
+  for (int i = 0; i < 16; i++) T_FREE(more[i]);
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) T_FREE(keep[i]);
+  return NULL;
+}
+
+static void case_spans(void) {
+  pthread_t t;
+  TCHECK(pthread_create(&t, NULL, spans_thread, NULL) == 0);
+  TCHECK(pthread_join(t, NULL) == 0);
+}
+
 static void case_footprint(void) {
   pthread_t t;
   TCHECK(pthread_create(&t, NULL, footprint_thread, NULL) == 0);
@@ -454,10 +498,11 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "lifo")) case_lifo();
   else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "footprint")) case_footprint();
+  else if (!strcmp(c, "spans")) case_spans();
   else if (!strcmp(c, "bcache_bound")) case_bcache_bound();
   else if (!strcmp(c, "bcache_scavenge")) case_bcache_scavenge();
   else if (!strcmp(c, "bcache_exit")) case_bcache_exit();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|bcache_bound|bcache_scavenge|bcache_exit",
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
