@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hold.h"
+
 #define BLOCKS 5
 pthread_mutex_t crash_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t held;
@@ -19,7 +21,7 @@ static void *holder(void *arg) {
   for (int i = 0; i < BLOCKS; i++) {
     pthread_mutex_lock(&crash_lock);
     pthread_barrier_wait(&held);
-    usleep(20 * 1000); /* main is blocked on crash_lock now */
+    ps_hold_until_waited(&crash_lock);
     pthread_mutex_unlock(&crash_lock);
     pthread_barrier_wait(&held);
   }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "hold.h"
+
 pthread_mutex_t daemon_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_barrier_t held;
 
@@ -13,7 +15,7 @@ static void *holder(void *arg) {
   for (int i = 0; i < 4; i++) {
     pthread_mutex_lock(&daemon_lock);
     pthread_barrier_wait(&held);
-    usleep(20 * 1000);
+    ps_hold_until_waited(&daemon_lock);
     pthread_mutex_unlock(&daemon_lock);
     pthread_barrier_wait(&held);
   }

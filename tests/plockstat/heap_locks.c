@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "hold.h"
+
 struct lock { pthread_mutex_t mutex; pthread_cond_t cond; int value, waiting; };
 
 __attribute__((noinline)) static struct lock *new_lock(void) {
@@ -29,10 +31,7 @@ static void *holder(void *arg) {
   for (int i = 0; i < blocks; i++) {
     pthread_mutex_lock(&l->mutex);
     pthread_barrier_wait(&held);
-    /* until main sleeps on the mutex: glibc marks a normal mutex's lock word 2 ("waiters")
-     * before the futex wait (a 10 ms sleep here let a descheduled main find it free) */
-    for (int ms = 0; ms < 5000 && __atomic_load_n(&l->mutex.__data.__lock, __ATOMIC_ACQUIRE) != 2; ms++)
-      usleep(1000);
+    ps_hold_until_waited(&l->mutex);   /* a 10 ms sleep let a descheduled main find it free */
     pthread_mutex_unlock(&l->mutex);
     pthread_barrier_wait(&held);
   }
