@@ -41,7 +41,8 @@ static size_t mth_bin_slices(size_t bs) {
     return n > most ? most : n;
   }
   size_t n = (bs * 4 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
-  return n > 32 ? 32 : n;
+  size_t most = MTH_LARGE_MAX >> MTH_SLICE_SHIFT;   /* never reached by a class: 128 KiB x 4 is 16 */
+  return n > most ? most : n;
 }
 
 /* The direct-table entries of each class, [first, last]: computed once (mth_pages_init), as

@@ -53,7 +53,6 @@
 #include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES; the geometry */
 
 #define SLICE MTH_SLICE_SIZE
-#define SMALL_PAGE_MAX MTH_SMALL_PAGE_MAX   /* the longest page of a class up to 8 KiB */
 
 static uint64_t class_pages(size_t block_size) {
   struct mtheap_stats st;
@@ -124,7 +123,7 @@ static void case_bound(void) {
   size_t kept_small = 0;
   for (int c = 0; c < 24; c++) {
     size_t size = 1024 + (size_t)c * 1664;
-    size_t per_page = size <= 8192 ? SMALL_PAGE_MAX / size : 8;
+    size_t per_page = size <= 8192 ? MTH_SMALL_PAGE_MAX / size : 8;
     int n = (int)(3 * per_page);
     if (n > 256) n = 256;
     batch(size, n, (uint64_t)c << 16);
@@ -136,7 +135,7 @@ static void case_bound(void) {
   struct mtheap_stats st;
   th_stats(&st);
   /* the ring holds at most MTH_RETIRED_SLICES slices; each small class keeps one page */
-  size_t bound = kept_small * SMALL_PAGE_MAX + (size_t)MTH_RETIRED_SLICES * SLICE;
+  size_t bound = kept_small * MTH_SMALL_PAGE_MAX + (size_t)MTH_RETIRED_SLICES * SLICE;
   TCHECKF(st.pages_in_use <= bound, "%zu bytes of pages in use with nothing live, bound %zu", st.pages_in_use,
           bound);
   mtheap_collect(true);
