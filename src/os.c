@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 MTH_HIDDEN mth_global_stats_t mth_gstats;
@@ -92,18 +91,6 @@ bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, size_t new_s
 void mth_os_rereserve(void *p, size_t size) {
   if (!mth_mmap(p, size, MAP_FIXED)) mth_fatal("cannot map back %zu bytes at %p", size, p);
   mth_no_thp(p, size);
-}
-
-uint64_t mth_clock_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t mth_clock_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 size_t mth_os_resident(void) {
