@@ -101,7 +101,6 @@
 #define MTH_RETIRED_MAX 32                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES ((2u << 20) >> MTH_SLICE_SHIFT)  /* ... holding at most 2 MiB of slices, */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
-#define MTH_SPAN_HINTS 4                     /* spans given back that a heap remembers (segment.c) */
 #define MTH_BCACHE_BIN0 57                   /* first class above MTH_RETAIN_MAX (9 KiB) */
 #define MTH_BCACHE_BINS (MTH_BINS - MTH_BCACHE_BIN0)
 #define MTH_BCACHE_DEPTH 255                 /* blocks a class's cache may hold (uint8), and bytes: */
@@ -245,10 +244,6 @@ struct mth_heap_s {
   uint32_t retired_tick[MTH_RETIRED_MAX];
   uint32_t retired_head, retired_n, retired_slices;
   uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
-  /* Spans given back lately (segment.c): the next span of their length or less goes there
-   * without a search, as long as the slices are still free and resident. */
-  struct { mth_segment_t *seg; uint8_t idx, n; } span_hints[MTH_SPAN_HINTS];
-  uint32_t span_hint_next;
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
   uint32_t slow_frees;                    /* the owner's frees into full pages on the slow path

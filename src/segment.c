@@ -74,13 +74,7 @@ static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
   return seg;
 }
 
-static void mth_hints_forget(mth_heap_t *heap, const mth_segment_t *seg) {
-  for (size_t i = 0; i < MTH_SPAN_HINTS; i++)
-    if (heap->span_hints[i].seg == seg) heap->span_hints[i].seg = NULL;
-}
-
 static void mth_segment_free(mth_heap_t *heap, mth_segment_t *seg) {
-  mth_hints_forget(heap, seg);
   mth_seglist_remove(&heap->segs_avail, seg);
   heap->empty_segs--;
   MTH_RACY_ADD(heap->st_segment_ops, 1);
@@ -180,62 +174,10 @@ static void mth_fit_segment(mth_segment_t *seg, size_t n, size_t room, mth_fit_t
   }
 }
 
-/* The descriptor of a span just claimed at slices [idx, idx+n). */
-static mth_page_t *mth_span_setup(mth_segment_t *seg, size_t idx, size_t n) {
-  mth_page_t *page = &seg->pages[idx];
-  MTH_RACY_SET(page->slice_offset, 0);
-  page->slice_count = (uint8_t)n;
-  MTH_RACY_SET(page->flags, 0);
-  MTH_RACY_SET(page->owner, NULL);   /* set by mth_page_init */
-  return page;
-}
-
-/* Spans given back lately.  A program that frees a batch of big blocks and allocates the next
- * one gives back and takes spans of the same length over and over; the search above cost about
- * 1000 instructions a span (callgrind: 100 mallocs then 100 frees of 64 KiB, 18 spans a round),
- * while a span just given back is a perfect window as long as its slices are still free and
- * resident: nothing the search prefers is better, except a shorter run around it.  A hint is
- * dropped when its segment goes back to the arena, and found stale (slices taken or purged)
- * when read. */
-static void mth_hint_add(mth_heap_t *heap, mth_segment_t *seg, size_t idx, size_t n) {
-  size_t i = heap->span_hint_next++ % MTH_SPAN_HINTS;
-  heap->span_hints[i].seg = seg;
-  heap->span_hints[i].idx = (uint8_t)idx;
-  heap->span_hints[i].n = (uint8_t)n;
-}
-
-static mth_segment_t *mth_hint_take(mth_heap_t *heap, size_t n, size_t *idx) {
-  for (size_t k = 1; k <= MTH_SPAN_HINTS; k++) {   /* the latest first: its lines are warm */
-    size_t i = (heap->span_hint_next - k) % MTH_SPAN_HINTS;
-    mth_segment_t *seg = heap->span_hints[i].seg;
-    if (!seg || heap->span_hints[i].n < n) continue;
-    uint64_t bits = mth_run_bits(heap->span_hints[i].idx, n);
-    if ((seg->used_mask & bits) || (seg->dirty_mask & bits) != bits) {
-      heap->span_hints[i].seg = NULL;
-      continue;
-    }
-    *idx = heap->span_hints[i].idx;
-    if (heap->span_hints[i].n > n) {
-      heap->span_hints[i].idx = (uint8_t)(*idx + n);
-      heap->span_hints[i].n = (uint8_t)(heap->span_hints[i].n - n);
-    } else {
-      heap->span_hints[i].seg = NULL;
-    }
-    return seg;
-  }
-  return NULL;
-}
-
 /* A span of n slices, or of n + room where that fits (the room claimed too: untouched slices
- * cost no memory, and nobody else's span lands in the way of the growth): a span given back
- * lately, else the best window of the heap's segments (above), else a new segment. */
+ * cost no memory, and nobody else's span lands in the way of the growth): the best window of
+ * the heap's segments (above), else a new segment. */
 mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, size_t room, bool *is_zero) {
-  size_t hint_idx;
-  mth_segment_t *hinted = room ? NULL : mth_hint_take(heap, n, &hint_idx);
-  if (hinted) {
-    mth_slices_claim(heap, hinted, hint_idx, hint_idx, n, is_zero);
-    return mth_span_setup(hinted, hint_idx, n);
-  }
   mth_fit_t best = {NULL, 0, 0, 0};
   for (;;) {
     best.dirty = -(int)MTH_SLICES;
@@ -256,7 +198,12 @@ mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, size_t room, bool *is_zer
   }
   if (1 + n + room <= MTH_SLICES) n += room;   /* room found, or a new segment has it */
   mth_slices_claim(heap, seg, (size_t)idx, (size_t)idx, n, is_zero);
-  return mth_span_setup(seg, (size_t)idx, n);
+  mth_page_t *page = &seg->pages[idx];
+  MTH_RACY_SET(page->slice_offset, 0);
+  page->slice_count = (uint8_t)n;
+  MTH_RACY_SET(page->flags, 0);
+  MTH_RACY_SET(page->owner, NULL);   /* set by mth_page_init */
+  return page;
 }
 
 static void mth_segment_purge_dirty(mth_segment_t *seg) {
@@ -295,7 +242,6 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
     mth_segment_free(heap, seg);
     return false;
   }
-  mth_hint_add(heap, seg, idx, n);
   if (mth_opt.purge_delay_ms == 0) {
     mth_segment_purge_dirty(seg);
   } else if (mth_opt.purge_delay_ms > 0 && seg->purge_at_ms == 0) {
