@@ -392,9 +392,11 @@ void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
       mth_free_twice(b);
       return;
     }
-    /* a cache that was never set up takes nothing: set up at its class's first such free */
+    /* a cache that was never set up takes nothing: set up at its class's first such free; a
+     * full one may be lent more room (bcache.c) */
     if (mth_bcache_put(c, b) ||
-        (MTH_UNLIKELY(c->flags == 0) && mth_bcache_setup(heap, c) && mth_bcache_put(c, b))) {
+        (MTH_UNLIKELY(c->flags == 0) && mth_bcache_setup(heap, c) && mth_bcache_put(c, b)) ||
+        (c->flags != 0 && mth_bcache_grow(heap, c) && mth_bcache_put(c, b))) {
       if (heap->bcache_scavenge_ms == 0) mth_bcache_schedule(heap);
       return;
     }
