@@ -46,8 +46,10 @@ MTHEAP_API size_t mtheap_usable_size(const void *p);
 /* True if p points into memory mtheap manages (any block, live or not). */
 MTHEAP_API bool mtheap_owns(const void *p);
 
-/* Return free memory to the OS now.  force=false purges what has waited past the purge delay;
- * force=true also purges fresh free memory and the calling thread's cached empty pages. */
+/* Return free memory to the OS now.  force=false purges what has waited past the purge delay
+ * and gives back what the calling thread's caches held idle (as its periodic tick does);
+ * force=true also purges fresh free memory and everything the calling thread keeps for reuse
+ * (empty pages, cached blocks, freed large spans). */
 MTHEAP_API void mtheap_collect(bool force);
 
 #define MTHEAP_NUM_CLASSES 96  /* size-class slots in mtheap_stats.classes */

@@ -176,6 +176,8 @@ void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now) {
     heap->bcache_low[k] = (uint8_t)n;
     held += n;
   }
+  mth_lcache_scavenge(heap, false);
+  held += heap->lcache_n;
   heap->bcache_scavenge_ms = held ? now + MTH_BCACHE_SCAVENGE_MS : 0;
 }
 
@@ -189,5 +191,6 @@ void mth_bcache_flush(mth_heap_t *heap) {
     mth_bcache_shrink(heap, c);
     heap->bcache_low[k] = 0;
   }
+  mth_lcache_scavenge(heap, true);
   heap->bcache_scavenge_ms = 0;
 }

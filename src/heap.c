@@ -213,9 +213,13 @@ void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg) {
 void mtheap_collect(bool force) {
   mth_heap_t *heap = mth_tls_heap;
   if (heap != &mth_heap_empty) {
-      mth_heap_drain_remote(heap);
+    mth_heap_drain_remote(heap);
     if (force) mth_heap_release_retained(heap);
-    mth_segments_purge(heap, mth_clock_ms(), force);
+    uint64_t now = mth_clock_ms();
+    /* what the caches (blocks, freed large spans) held idle goes back as the tick would
+     * give it: collect(false) is a tick on demand */
+    if (!force && heap->bcache_scavenge_ms && now >= heap->bcache_scavenge_ms) mth_bcache_scavenge(heap, now);
+    mth_segments_purge(heap, now, force);
     if (force) mth_segment_release_empty(heap);
   }
   mth_heaps_collect_abandoned();

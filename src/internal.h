@@ -106,6 +106,8 @@
 #define MTH_BCACHE_DEPTH 255                 /* blocks a class's cache may hold (uint8), and bytes: */
 #define MTH_BCACHE_CLASS_BYTES ((size_t)2 << 20)   /* 32 classes: 64 MiB a heap (bcache.c) */
 #define MTH_BCACHE_EXTRA_BYTES ((size_t)8 << 20)   /* past those, lent to busy classes: a heap's in all */
+#define MTH_LCACHE_MAX 1                     /* freed large spans a heap keeps for reuse (page.c), */
+#define MTH_LCACHE_SLICES ((1u << 20) >> MTH_SLICE_SHIFT)   /* ... holding at most 1 MiB */
 #define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
 #define MTH_HEARTBEAT 4096                   /* mallocs from one page between two slow-path ticks */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
@@ -248,6 +250,10 @@ struct mth_heap_s {
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
   size_t bcache_extra;                    /* bytes of caps lent past MTH_BCACHE_CLASS_BYTES */
+  /* Large spans freed and kept for the next large malloc (page.c), the latest last; the
+   * scavenge gives back those that stayed a whole interval (lcache_low: fewest since). */
+  mth_page_t *lcache[MTH_LCACHE_MAX];
+  uint32_t lcache_n, lcache_low, lcache_slices;
   uint32_t slow_frees;                    /* the owner's frees into full pages on the slow path
                                              (uncached classes, caches full): every 16th ticks */
   /* statistics (owner writes, readers tolerate tearing) */
@@ -458,6 +464,7 @@ MTH_HIDDEN void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now);
 MTH_HIDDEN void mth_bcache_flush(mth_heap_t *heap);
 MTH_HIDDEN void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c);
+MTH_HIDDEN void mth_lcache_scavenge(mth_heap_t *heap, bool all);   /* page.c */
 MTH_INLINE size_t mth_bcache_count(const mth_page_t *cache) { return (uint32_t)(0u - MTH_RACY_GET(cache->used)); }
 MTH_HIDDEN void mth_free_twice(const void *p);   /* alloc.c */
 /* The block cache of bin (>= MTH_BCACHE_BIN0): the array's offset and the bin's bias folded

@@ -7,9 +7,11 @@
  * free puts it in its class's block cache, src/bcache.c, which must catch the second); and
  * pointers into a slice of a live segment that no span has used yet (its descriptor is all
  * zeros, never written: src/segment.c), freed by the segment's own thread and by another
- * one, and into the slices of a large block already freed: each must be reported as not an
- * allocated block, not taken for a block (the other thread's free would queue it for the
- * owner) nor for a double free.
+ * one: each must be reported as not an allocated block, not taken for a block (the other
+ * thread's free would queue it for the owner) nor for a double free.  A large block freed
+ * twice, or a pointer into its third slice freed after it: kept for reuse (src/page.c), it
+ * is reported as free already; with the cache of freed large spans full, its span went back
+ * and a second free is of no allocated block.
  */
 #include "testutil.h"
 
@@ -85,6 +87,16 @@ static void free_large_twice(void *arg) {
   free(p);
   free(p + (uintptr_t)arg);
 }
+/* Nine freed large blocks: the first fills the heap's cache of freed large spans (src/page.c,
+ * MTH_LCACHE_MAX of them), so the last goes back to its segment: freed again, it is no
+ * allocated block at all. */
+static void free_large_twice_full(void *arg) {
+  char *p[9];
+  for (int i = 0; i < 9; i++)
+    if (!(p[i] = malloc(300 << 10))) TFAIL("%s", "malloc failed");
+  for (int i = 0; i < 9; i++) free(p[i]);
+  free(p[8] + (uintptr_t)arg);
+}
 /* The control: a valid free in the same harness exits 0 with nothing on stderr. */
 static void free_valid(void *arg) { free(malloc(64)); }
 
@@ -97,8 +109,9 @@ int main(void) {
       {"cached block twice", free_cached_twice, NULL, false, NULL},
       {"never-used slice", free_unused_slice, (void *)0, false, "not an allocated block"},
       {"never-used, remote", free_unused_slice, (void *)1, false, "not an allocated block"},
-      {"large block twice", free_large_twice, (void *)0, false, "not an allocated block"},
-      {"freed large's 2nd slice", free_large_twice, (void *)(64 << 10), false, "not an allocated block"},
+      {"large block twice", free_large_twice, (void *)0, false, "free already"},
+      {"freed large's 3rd slice", free_large_twice, (void *)(64 << 10), false, "free already"},
+      {"large, cache full, twice", free_large_twice_full, (void *)0, false, "not an allocated block"},
       {"valid", free_valid, NULL, true, NULL},
   };
   regex_t re;

@@ -53,7 +53,10 @@
  *            100 x 64 KiB stays in the cache and its pages (no span operation in a round);
  *            bursts in six classes keep the caches and loans within their bounds; idle, the
  *            loans come back and the pages go
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan */
+ *   lcache   freed large spans kept for reuse: the next malloc of the length takes one back
+ *            with no span operation, calloc's is zeroed, one slice longer serves, at most
+ *            MTH_LCACHE_MAX spans of MTH_LCACHE_SLICES kept, none after 2 s idle or collect
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache */
 #include "testutil.h"
 #include <sys/mman.h>
 
@@ -466,12 +469,17 @@ static void case_bcache_bound(void) {
   TCHECKF(class_pages(BC_SIZE) == 0, "%" PRIu64 " pages of 16 KiB blocks after mtheap_collect(true)", class_pages(BC_SIZE));
 }
 
+/* The idle loops below (slow-path work and a 1 ms sleep per round) wait for memory that the
+ * ticks give back: 2 s, but at least 1500 rounds, since a loaded machine stretches the sleeps
+ * while the bounds are in ticks (MTH_RETIRED_TICKS: the ring's pages go after 1024). */
+static bool idle_too_long(uint64_t t0, int iter) { return th_now_ms() - t0 >= 2000 && iter >= 1500; }
+
 static void case_bcache_scavenge(void) {
   bc_fill();
   bc_free(0, 1);
   uint64_t t0 = th_now_ms(), pages = class_pages(BC_SIZE);
-  while (pages > 0) {
-    TCHECKF(th_now_ms() - t0 < 2000, "%" PRIu64 " pages of 16 KiB blocks still kept 2 s after the last free, "
+  for (int iter = 0; pages > 0; iter++) {
+    TCHECKF(!idle_too_long(t0, iter), "%" PRIu64 " pages of 16 KiB blocks still kept 2 s after the last free, "
             "with the slow path ticking", pages);
     batch(200000, 2, 5);   /* large spans: the slow path, which runs the tick */
     th_sleep_ms(1);
@@ -549,12 +557,71 @@ static void case_bcache_loan(void) {
   TCHECKF(heap->bcache_extra > 0, "%s", "no cache borrowed anything in six bursts of 4-13 MiB");
   /* idle: other work only, which ticks */
   uint64_t t0 = th_now_ms();
-  while (heap->bcache_extra != 0 || class_pages(65536) != 0) {
-    TCHECKF(th_now_ms() - t0 < 2000, "2 s idle: %zu bytes still lent, %" PRIu64 " pages of 64 KiB kept",
+  for (int iter = 0; heap->bcache_extra != 0 || class_pages(65536) != 0; iter++) {
+    TCHECKF(!idle_too_long(t0, iter), "2 s idle: %zu bytes still lent, %" PRIu64 " pages of 64 KiB kept",
             heap->bcache_extra, class_pages(65536));
     batch(200000, 2, 7);   /* large spans: the slow path, which runs the tick */
     th_sleep_ms(1);
   }
+}
+
+/* Freed large spans kept for reuse (src/page.c, heap->lcache): the next large malloc of that
+ * length takes the span back without a span operation, calloc's copy is zeroed, a span a
+ * little longer serves (its surplus given back), the cache keeps its bounds, and it empties
+ * when idle and on mtheap_collect(true). */
+static uint64_t span_ops_now(void) {
+  struct mtheap_stats st;
+  th_stats(&st);
+  return st.span_ops;
+}
+
+static void case_lcache(void) {
+  mth_heap_t *heap;
+  T_FREE(T_MALLOC(16));
+  heap = mth_tls_heap;
+  unsigned char *p = T_MALLOC(200000);
+  TCHECK(p != NULL);
+  memset(p, 0x5a, 200000);
+  T_FREE(p);
+  uint64_t ops = span_ops_now();
+  unsigned char *q = T_MALLOC(200000);
+  TCHECKF(q == p && span_ops_now() == ops, "malloc(200000) after freeing one: %p (freed %p), %" PRIu64
+          " span operations", (void *)q, (void *)p, span_ops_now() - ops);
+  T_FREE(q);
+  unsigned char *z = T_CALLOC(1, 200000);
+  TCHECKF(z == p, "%s", "calloc(1, 200000) did not take the kept span");
+  for (size_t i = 0; i < 200000; i++)
+    if (z[i] != 0) TFAIL("calloc from a kept span: byte %zu is 0x%02x", i, z[i]);
+  T_FREE(z);
+  /* 10 slices kept, 9 asked for: taken, and one slice given back */
+  unsigned char *a = T_MALLOC((size_t)10 * MTH_SLICE_SIZE);
+  TCHECK(a != NULL);
+  T_FREE(a);
+  unsigned char *b = T_MALLOC((size_t)9 * MTH_SLICE_SIZE - 100);
+  TCHECKF(b == a, "%s", "a span one slice longer was not taken");
+  TCHECKF(T_USABLE_SIZE(b) == (size_t)9 * MTH_SLICE_SIZE, "usable size %zu of the shortened span, expected %zu",
+          T_USABLE_SIZE(b), (size_t)9 * MTH_SLICE_SIZE);
+  T_FREE(b);
+  /* bounds: twelve freed large blocks, at most MTH_LCACHE_MAX kept and MTH_LCACHE_SLICES */
+  void *m[12];
+  for (int i = 0; i < 12; i++) TCHECK((m[i] = T_MALLOC(600000)) != NULL);
+  for (int i = 0; i < 12; i++) T_FREE(m[i]);
+  printf("kept %u spans, %u slices\n", heap->lcache_n, heap->lcache_slices);
+  TCHECKF(heap->lcache_n <= MTH_LCACHE_MAX && heap->lcache_slices <= MTH_LCACHE_SLICES,
+          "%u spans of %u slices kept", heap->lcache_n, heap->lcache_slices);
+  TCHECK(heap->lcache_n > 0);
+  /* idle (other work on the slow path, which ticks): the kept spans go back */
+  uint64_t t0 = th_now_ms();
+  for (int iter = 0; heap->lcache_n != 0; iter++) {
+    TCHECKF(!idle_too_long(t0, iter), "%u large spans still kept after 2 s idle", heap->lcache_n);
+    batch((size_t)2 << 20, 1, 3);   /* huge blocks: the slow path, which runs the tick */
+    th_sleep_ms(1);
+  }
+  for (int i = 0; i < 4; i++) TCHECK((m[i] = T_MALLOC(600000)) != NULL);
+  for (int i = 0; i < 4; i++) T_FREE(m[i]);
+  TCHECK(heap->lcache_n > 0);
+  mtheap_collect(true);
+  TCHECKF(heap->lcache_n == 0, "%u large spans kept after mtheap_collect(true)", heap->lcache_n);
 }
 
 /* 100 mallocs then 100 frees of 9 KiB blocks, a few rounds: pages of seven blocks, so the
@@ -608,7 +675,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "bcache_exit")) case_bcache_exit();
   else if (!strcmp(c, "bcache_direct")) case_bcache_direct();
   else if (!strcmp(c, "bcache_loan")) case_bcache_loan();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan",
+  else if (!strcmp(c, "lcache")) case_lcache();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
