@@ -465,6 +465,7 @@ MTH_HIDDEN void mth_bcache_flush(mth_heap_t *heap);
 MTH_HIDDEN void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c);
 MTH_HIDDEN void mth_lcache_scavenge(mth_heap_t *heap, bool all);   /* page.c */
+MTH_HIDDEN bool mth_pages_give_back_kept(mth_heap_t *heap);          /* page.c */
 MTH_INLINE size_t mth_bcache_count(const mth_page_t *cache) { return (uint32_t)(0u - MTH_RACY_GET(cache->used)); }
 MTH_HIDDEN void mth_free_twice(const void *p);   /* alloc.c */
 /* The block cache of bin (>= MTH_BCACHE_BIN0): the array's offset and the bin's bias folded

@@ -7,8 +7,9 @@
  *            no span from the segments), contents intact
  *   bound    empty pages of 24 classes at once: at most the per-class page of the small
  *            classes plus MTH_RETIRED_MAX pages of MTH_RETIRED_SLICES slices in all
- *   expire   after a batch, other work that takes the slow path: retired pages go back within
- *            MTH_RETIRED_TICKS ticks; a class above 8 KiB keeps none
+ *   expire   after a batch (of two classes, live at once), other work that takes the slow
+ *            path: retired pages go back within MTH_RETIRED_TICKS ticks; a class above 8 KiB
+ *            keeps none
  *   collect  mtheap_collect(true) and thread exit give every kept page back
  *   aligned  random aligned blocks (memalign & co., alignments up to 1 MiB, sizes to 8 MiB) in
  *            64 slots, freed and replaced: after every step no two live blocks overlap and
@@ -56,7 +57,9 @@
  *   lcache   freed large spans kept for reuse: the next malloc of the length takes one back
  *            with no span operation, calloc's is zeroed, one slice longer serves, at most
  *            MTH_LCACHE_MAX spans of MTH_LCACHE_SLICES kept, none after 2 s idle or collect
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache */
+ *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
+ *            back before a new page takes fresh slices, so one page is kept, not 19
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept */
 #include "testutil.h"
 #include <sys/mman.h>
 
@@ -153,8 +156,14 @@ static void case_bound(void) {
 
 static void case_expire(void) {
   require_no_bcache();
-  batch(16384, 100, 7);
-  batch(4096, 100, 9);
+  /* both batches live at once, then freed: a batch taking fresh slices after the other's pages
+   * were retired would make them go back at once (mth_pages_give_back_kept) */
+  void *a[100], *b[100];
+  for (int i = 0; i < 100; i++) TCHECK((a[i] = T_MALLOC(16384)) != NULL && (b[i] = T_MALLOC(4096)) != NULL);
+  for (int i = 0; i < 100; i++) {
+    T_FREE(a[i]);
+    T_FREE(b[i]);
+  }
   TCHECK(class_pages(16384) > 1 && class_pages(4096) > 1);
   /* slow-path work elsewhere: every malloc of a fresh class runs the tick */
   for (int round = 0; round < 3000; round++) {
@@ -501,6 +510,37 @@ static void case_bcache_exit(void) {
           class_pages(BC_SIZE));
 }
 
+/* One block of each of 20 classes above 8 KiB, malloc'ed and freed in turn, in a new thread
+ * (python3's start reads a file per module into such a buffer): each class's page empties into
+ * the retired ring, and the next class's page would take fresh slices; the ring gives its
+ * pages back first (mth_pages_give_back_kept), so the heap ends with one such page, and the
+ * spans it took in all stay near one page's length.  Before, the ring kept 19 pages. */
+static void *kept_thread(void *arg) {
+  (void)arg;
+  size_t before = spans_now(), most = 0;
+  for (int i = 0; i < 20; i++) {
+    size_t size = 10000 + (size_t)i * 5000;
+    unsigned char *p = T_MALLOC(size);
+    TCHECK(p != NULL);
+    memset(p, 0x11, size);
+    size_t now = spans_now() - before;
+    if (now > most) most = now;
+    T_FREE(p);
+  }
+  uint64_t pages = 0;
+  for (int i = 0; i < 20; i++) pages += class_pages(10000 + (size_t)i * 5000);
+  printf("pages kept of the 20 classes: %" PRIu64 "; most spans held at once: %zu KiB\n", pages, most >> 10);
+  TCHECKF(pages <= 2, "%" PRIu64 " pages of 20 classes used once each are still kept", pages);
+  TCHECKF(most <= (size_t)512 << 10, "%zu KiB of spans held at once for one live block at a time", most >> 10);
+  return NULL;
+}
+
+static void case_kept(void) {
+  pthread_t t;
+  th_thread(&t, kept_thread, NULL);
+  th_join(t);
+}
+
 /* Loans past a class's own 2 MiB (bcache.c: mth_bcache_grow).  A burst of 100 blocks of 64 KiB
  * (6.4 MiB) freed and allocated again is served by the cache and the pages it keeps: no span
  * taken from or given back to the segments (without loans, 68 of the frees went to pages that
@@ -676,7 +716,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "bcache_direct")) case_bcache_direct();
   else if (!strcmp(c, "bcache_loan")) case_bcache_loan();
   else if (!strcmp(c, "lcache")) case_lcache();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache",
+  else if (!strcmp(c, "kept")) case_kept();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
