@@ -91,12 +91,6 @@ static inline void mth_clock_read(clockid_t id, struct timespec *ts) {
   if (f(id, ts) != 0) clock_gettime(id, ts);   /* a clock the vDSO cannot read: the syscall */
 }
 
-bool mth_clock_uses_vdso(void) {
-  mth_gettime_fn f = atomic_load_explicit(&mth_vdso_gettime, memory_order_relaxed);
-  if (!f) f = mth_clock_setup();
-  return f != clock_gettime;
-}
-
 uint64_t mth_clock_ns(void) {
   struct timespec ts;
   mth_clock_read(CLOCK_MONOTONIC, &ts);

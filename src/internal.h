@@ -319,7 +319,6 @@ MTH_HIDDEN bool mth_os_remap_fixed(void *old, size_t old_size, void *new_addr, s
 MTH_HIDDEN void mth_os_rereserve(void *p, size_t size);
 MTH_HIDDEN uint64_t mth_clock_ms(void);   /* clock.c: CLOCK_MONOTONIC_COARSE, from the vDSO */
 MTH_HIDDEN uint64_t mth_clock_ns(void);   /* CLOCK_MONOTONIC */
-MTH_HIDDEN bool mth_clock_uses_vdso(void);
 MTH_HIDDEN size_t mth_os_resident(void);
 MTH_HIDDEN void *mth_meta_alloc(size_t size);   /* zeroed, never freed: heaps, regions */
 MTH_HIDDEN void *mth_meta_alloc_pages(size_t size);   /* the same, 4 KiB-aligned */

@@ -217,14 +217,14 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
  *   - a kept span is a LARGE page of its heap with used == 0, free == its block and no owner
  *     (flags 0): free's fast path sends a second free of it, or of a pointer into it, to the
  *     slow path, where mth_page_free_local reports it freed twice, as it does a drained remote
- *     one.  Its slices stay claimed, so nothing purges them: it is
- *     resident memory, hence the bounds (MTH_LCACHE_MAX spans, MTH_LCACHE_SLICES slices)
- *     and the scavenge, which gives back a span that stayed a whole interval (100-200 ms of
- *     ticks), as the block caches do (bcache.c);
+ *     one.  Its slices stay claimed, so nothing purges them: it is resident memory, hence
+ *     the bounds (MTH_LCACHE_MAX spans, MTH_LCACHE_SLICES slices) and the scavenge, which
+ *     gives back a span that stayed a whole interval (100-200 ms of ticks), as the block
+ *     caches do (bcache.c);
  *   - a span is taken for a malloc of n slices only if it has n to n + n/4 (at least one
  *     more) slices, the surplus given back at once: a large malloc never holds much more
  *     than it asked for;
- *   - before a span search settles for fresh slices (segment.c), the kept spans go back.
+ *   - before a span search settles for fresh slices (segment.c), the kept spans go back;
  *   - thread exit, abandonment and mtheap_collect(true) give every kept span back.
  *
  * How many: one.  malloc+free of a large block (and a large block freed while another is
@@ -437,7 +437,8 @@ static void mth_retired_push(mth_heap_t *heap, mth_page_t *page) {
  * reuse is resident memory of one class; the ring's pages and the kept span must not make the
  * heap touch new memory for another class.  `python3 -c pass` met some twenty classes above
  * 8 KiB once each (a buffer per module file read), each left an empty page in the ring while
- * the next class took fresh slices: 14.8 MiB peak RSS against glibc's 13.5, 14.4 with this. */
+ * the next class took fresh slices: 14.8 MiB peak RSS against glibc's 13.5, 14.1-14.3 with
+ * this. */
 bool mth_pages_give_back_kept(mth_heap_t *heap) {
   if (heap->retired_n == 0 && heap->lcache_n == 0) return false;
   mth_lcache_scavenge(heap, true);
