@@ -342,7 +342,7 @@ def build_parser():
     g = r.add_mutually_exclusive_group()
     g.add_argument("--quick", action="store_true", help="about 5 minutes on 2 cores (default)")
     g.add_argument("--full", action="store_true", help="threads 1,2,4,8, larger sizes: "
-                   "about 40 minutes on 2 cores")
+                   "1-2 hours on 2 cores")
     g.add_argument("--smoke", action="store_true", help="tiny parameters, for the tests")
     r.add_argument("--allocators", default=",".join(allocators.DEFAULT),
                    help="comma-separated names (%s) or name=/path/lib.so; default: all"
