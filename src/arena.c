@@ -104,7 +104,8 @@ static void mth_run_claim(mth_region_t *r, size_t s, size_t n, uint32_t head, bo
     if (bit_get(r->dirty_bits, k)) {
       zero = false;
       mth_segment_t *old = (mth_segment_t *)(r->base + (k << MTH_SEG_SHIFT));
-      if (k != head && mth_segment_valid(old)) __atomic_store_n(&old->cookie, 0, __ATOMIC_RELAXED);
+      if (k != head && (mth_segment_valid(old) || mth_segment_freed(old)))
+        __atomic_store_n(&old->cookie, 0, __ATOMIC_RELAXED);
     }
     bit_clear(r->free_bits, k);
     bit_clear(r->dirty_bits, k);

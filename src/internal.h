@@ -430,6 +430,15 @@ MTH_INLINE bool mth_segment_valid(const mth_segment_t *seg) {
 MTH_INLINE void mth_segment_publish(mth_segment_t *seg) {
   __atomic_store_n(&seg->cookie, (uintptr_t)seg ^ mth_secret, __ATOMIC_RELEASE);
 }
+/* A span segment given back to the arena keeps its header for the slot's next segment (its
+ * dirty_mask says which slices are still resident: mth_header_init), under a cookie that no
+ * longer validates: the statistics walk, which may reach the slot while its next owner is
+ * rewriting the header, skips it (TSan: a read of kind racing with its write, when the old
+ * cookie still validated). */
+MTH_INLINE uintptr_t mth_cookie_freed(const mth_segment_t *seg) { return ((uintptr_t)seg ^ mth_secret) ^ 1; }
+MTH_INLINE bool mth_segment_freed(const mth_segment_t *seg) {
+  return __atomic_load_n(&seg->cookie, __ATOMIC_ACQUIRE) == mth_cookie_freed(seg);
+}
 
 /* ---- pages (page.c) ---- */
 MTH_HIDDEN void *mth_page_alloc_slow(mth_heap_t *heap, size_t size);

@@ -35,7 +35,7 @@ static void mth_header_init(mth_segment_t *seg, bool zero) {
    * still resident; anything else (first use, or a slot that was inside a huge block) is
    * either known zero or assumed dirty */
   uint64_t dirty = ~(uint64_t)0;
-  bool reused = !zero && mth_segment_valid(seg) && seg->kind == MTH_SEG_SPANS && seg->used_mask == 1;
+  bool reused = !zero && mth_segment_freed(seg) && seg->kind == MTH_SEG_SPANS && seg->used_mask == 1;
   if (zero) dirty = 0;
   else if (reused) dirty = seg->dirty_mask;
   if (reused) {
@@ -87,6 +87,7 @@ static void mth_segment_free(mth_heap_t *heap, mth_segment_t *seg) {
   MTH_RACY_ADD(heap->st_segment_ops, 1);
   mth_segmap_set(seg, false);
   seg->heap = NULL;
+  __atomic_store_n(&seg->cookie, mth_cookie_freed(seg), __ATOMIC_RELEASE);
   mth_arena_free(seg, 1, false);
 }
 
