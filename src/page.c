@@ -247,7 +247,8 @@ static bool mth_lcache_push(mth_heap_t *heap, mth_page_t *page) {
 static void mth_lcache_remove(mth_heap_t *heap, uint32_t i) {
   mth_page_t *page = heap->lcache[i];
   heap->lcache_slices -= page->slice_count;
-  memmove(&heap->lcache[i], &heap->lcache[i + 1], (heap->lcache_n - i - 1) * sizeof heap->lcache[0]);
+  if (i + 1 < heap->lcache_n)   /* never with one span kept: no libc call for nothing */
+    memmove(&heap->lcache[i], &heap->lcache[i + 1], (heap->lcache_n - i - 1) * sizeof heap->lcache[0]);
   heap->lcache_n--;
   if (heap->lcache_n < heap->lcache_low) heap->lcache_low = heap->lcache_n;
 }
