@@ -57,10 +57,16 @@
  *   lcache   freed large spans kept for reuse: the next malloc of the length takes one back
  *            with no span operation, calloc's is zeroed, one slice longer serves, at most
  *            MTH_LCACHE_MAX spans of MTH_LCACHE_SLICES kept, none after 2 s idle or collect
+ *   drain    640 blocks of one class (256 B, 1 KiB, 4 KiB), a random half freed, then 100 000
+ *            random replacements at that count: the class ends with about as many pages as
+ *            its live blocks fill (at most its full count in proportion, plus two).  Pages
+ *            that got a block back are refilled first and the sparse ones empty and go; when
+ *            every page took its turn (the queue's back, before) none ever emptied: 317 blocks
+ *            of 1 KiB kept all 20 pages (bound 12); now 10-11.
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept|drain */
 #include "testutil.h"
 #include <sys/mman.h>
 
@@ -694,6 +700,60 @@ static void case_bcache_direct(void) {
   TCHECKF(worst <= N / 4, "%u of %d mallocs took the slow path in a round that the block cache serves", worst, N);
 }
 
+static void drain_class(size_t size) {
+  enum { W = 640, ROUNDS = 100000 };
+  static void *p[W];
+  uint64_t x = 0x9e3779b97f4a7c15ull ^ size;
+#define DRAIN_NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+  uint64_t before = class_pages(size);
+  for (int i = 0; i < W; i++) {
+    p[i] = T_MALLOC(size);
+    TCHECK(p[i] != NULL);
+    th_fill_seed(p[i], size, (uint64_t)(uintptr_t)&p[i]);
+  }
+  uint64_t full = class_pages(size) - before;
+  int live = 0;
+  for (int i = 0; i < W; i++) {
+    if (DRAIN_NEXT() & 1) {
+      T_FREE(p[i]);
+      p[i] = NULL;
+    } else {
+      live++;
+    }
+  }
+  for (int r = 0; r < ROUNDS; r++) {
+    int k, j;
+    do k = (int)(DRAIN_NEXT() % W); while (!p[k]);
+    th_verify_seed(p[k], size, size, (uint64_t)(uintptr_t)&p[k]);
+    T_FREE(p[k]);
+    p[k] = NULL;
+    do j = (int)(DRAIN_NEXT() % W); while (p[j]);
+    p[j] = T_MALLOC(size);
+    TCHECK(p[j] != NULL);
+    th_fill_seed(p[j], size, (uint64_t)(uintptr_t)&p[j]);
+  }
+#undef DRAIN_NEXT
+  uint64_t now = class_pages(size) - before;
+  uint64_t bound = (full * (uint64_t)live + W - 1) / W + 2;
+  TCHECKF(now <= bound, "%zu-byte blocks: %d of %d live after %d replacements keep %llu pages "
+          "(%llu held all %d; at most %llu expected): sparse pages are refilled instead of "
+          "emptying", size, live, (int)W, (int)ROUNDS, (unsigned long long)now,
+          (unsigned long long)full, (int)W, (unsigned long long)bound);
+  printf("drain %zu: %d of %d live, %llu pages (all live: %llu)\n", size, live, (int)W,
+         (unsigned long long)now, (unsigned long long)full);
+  for (int i = 0; i < W; i++)
+    if (p[i]) {
+      th_verify_seed(p[i], size, size, (uint64_t)(uintptr_t)&p[i]);
+      T_FREE(p[i]);
+    }
+}
+
+static void case_drain(void) {
+  drain_class(256);
+  drain_class(1024);
+  drain_class(4096);
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -715,7 +775,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "bcache_loan")) case_bcache_loan();
   else if (!strcmp(c, "lcache")) case_lcache();
   else if (!strcmp(c, "kept")) case_kept();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept",
+  else if (!strcmp(c, "drain")) case_drain();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept|drain",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
