@@ -44,7 +44,8 @@
  *     is all zeros (flags 0, cap 0: it takes no block, and malloc finds its list empty), so a
  *     thread that never uses these classes never touches their page of the heap;
  *   - thread exit, abandonment and mtheap_collect(true) give every cached block back to its page
- *     (mth_bcache_flush), so a parked heap's pages can empty and be released;
+ *     (mth_bcache_flush), so a parked heap's pages can empty and be released; so does a heap
+ *     that finds no room for a span in its segments, before it takes a new one (segment.c);
  *   - with MTHEAP_PURGE_DELAY_MS=0 (memory back at once) or MTHEAP_BCACHE=0 nothing is cached.
  */
 #include "internal.h"

@@ -206,6 +206,17 @@ search:
    * runs again (mth_pages_give_back_kept).  A kept large span regardless left `mstress -t 8`
    * at 61-66 MiB instead of 49 (eight of them). */
   if ((!best.seg || best.dirty < (int)n) && mth_pages_give_back_kept(heap)) goto search;
+  /* Blocks in the block caches (bcache.c) keep their pages full, and so their slices taken,
+   * while the heap would go to the arena for a whole new segment: they go back first, their
+   * pages empty and the search runs again.  A growth chain (bench `realloc`: one block of
+   * each class from 9 KiB to 128 KiB freed by every chain on its way to 1 MiB) filled the
+   * caches, and each 1 MiB step took a new segment: peak RSS 65.3 MiB, 54.8 with this, the
+   * same instructions.  Only for a new segment: giving them back whenever a span would touch
+   * clean slices also cost `window -m 65536` 2% more instructions and 1.6% more memory. */
+  if (!best.seg && heap->bcache_scavenge_ms != 0) {
+    mth_bcache_flush(heap);
+    goto search;
+  }
   mth_segment_t *seg = best.seg;
   int idx = best.idx;
   if (!seg) {

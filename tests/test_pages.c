@@ -54,6 +54,9 @@
  *            100 x 64 KiB stays in the cache and its pages (no span operation in a round);
  *            bursts in six classes keep the caches and loans within their bounds; idle, the
  *            loans come back and the pages go
+ *   bcache_newseg  a new thread fills two segments with 16 KiB blocks and frees them all
+ *            into its cache (pages stay full); a 1 MiB block then finds no room in them: the
+ *            cached blocks go back and it lands in one of those segments, not a new one
  *   lcache   freed large spans kept for reuse: the next malloc of the length takes one back
  *            with no span operation, calloc's is zeroed, one slice longer serves, at most
  *            MTH_LCACHE_MAX spans of MTH_LCACHE_SLICES kept, none after 2 s idle or collect
@@ -66,7 +69,7 @@
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept|drain */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain */
 #include "testutil.h"
 #include <sys/mman.h>
 
@@ -754,6 +757,48 @@ static void case_drain(void) {
   drain_class(4096);
 }
 
+/* 31 spans of four 16 KiB blocks (two slices each) fill a segment's 63 slices but one */
+enum { NS_N = 2 * 31 * 4 };
+static void *ns_blocks[NS_N];
+
+static void *newseg_thread(void *arg) {
+  (void)arg;
+  for (int i = 0; i < NS_N; i++) {
+    TCHECK((ns_blocks[i] = T_MALLOC(16384)) != NULL);
+    th_fill_seed(ns_blocks[i], 16384, 900 + (uint64_t)i);
+  }
+  uintptr_t seg[NS_N];
+  int nseg = 0;
+  for (int i = 0; i < NS_N; i++) {
+    uintptr_t s = (uintptr_t)ns_blocks[i] & ~(uintptr_t)MTH_SEG_MASK;
+    int k = 0;
+    while (k < nseg && seg[k] != s) k++;
+    if (k == nseg) seg[nseg++] = s;
+  }
+  TCHECKF(nseg == 2, "%d blocks of 16 KiB in a new thread lie in %d segments, not 2", (int)NS_N, nseg);
+  for (int i = 0; i < NS_N; i++) {
+    th_verify_seed(ns_blocks[i], 16384, 16384, 900 + (uint64_t)i);
+    T_FREE(ns_blocks[i]);
+  }
+  size_t big = (size_t)1 << 20;
+  uint8_t *p = T_MALLOC(big);
+  TCHECK(p != NULL);
+  uintptr_t s = (uintptr_t)p & ~(uintptr_t)MTH_SEG_MASK;
+  TCHECKF(s == seg[0] || s == seg[1], "the 1 MiB block went to a new segment (%p) while the "
+          "thread's two segments (%p, %p) held only cached free blocks", (void *)s,
+          (void *)seg[0], (void *)seg[1]);
+  th_fill_seed(p, big, 77);
+  th_verify_seed(p, big, big, 77);
+  T_FREE(p);
+  return NULL;
+}
+
+static void case_bcache_newseg(void) {
+  pthread_t t;
+  TCHECK(pthread_create(&t, NULL, newseg_thread, NULL) == 0);
+  TCHECK(pthread_join(t, NULL) == 0);
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -776,7 +821,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "lcache")) case_lcache();
   else if (!strcmp(c, "kept")) case_kept();
   else if (!strcmp(c, "drain")) case_drain();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|lcache|kept|drain",
+  else if (!strcmp(c, "bcache_newseg")) case_bcache_newseg();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
