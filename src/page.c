@@ -386,9 +386,10 @@ void *mth_page_alloc_zero(mth_heap_t *heap, size_t size) {
  * the rule below 8 KiB before) every page got its turn and none ever emptied: a class that
  * shrank kept all its pages half used.  tests/test_pages.c drain: 640 blocks of 1 KiB, half
  * freed, 100 000 replacements: 20 pages kept before, 10 now; `window` (bench) peak RSS
- * 8.2 -> 7.6 MiB.  It takes more slow paths: callgrind on `window -n 300000`, the allocator's
- * instructions per replacement 63 -> 120 (tcmalloc 95, mimalloc 175); bench/hotpath.py's rows
- * unchanged. */
+ * 8.2 -> 7.6 MiB.  It takes more slow paths (the front page often has one free block, filled
+ * by the next malloc): callgrind on `window -n 300000`, the allocator's instructions per
+ * replacement 63 -> 120 (tcmalloc 95, mimalloc 175), wall time 1.09x; `larson -t 1` 1.06x;
+ * bench/hotpath.py's rows unchanged (docs/PERFORMANCE.md). */
 static void mth_page_unfull(mth_heap_t *heap, mth_page_t *page) {
   mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
   mth_queue_push_front(&heap->bins[page->bin], page);
