@@ -65,7 +65,7 @@
  *            its live blocks fill (at most its full count in proportion, plus two).  Pages
  *            that got a block back are refilled first and the sparse ones empty and go; when
  *            every page took its turn (the queue's back, before) none ever emptied: 317 blocks
- *            of 1 KiB kept all 20 pages (bound 12); now 10-11.
+ *            of 1 KiB kept all 20 pages (bound 12); now 10.
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
