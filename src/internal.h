@@ -225,7 +225,7 @@ _Static_assert(offsetof(mth_segment_t, pages) % MTH_CACHE_LINE == 0, "pages on c
 _Static_assert(sizeof(mth_segment_t) <= MTH_SLICE_SIZE, "header fits in slice 0");
 
 /* ---- heaps ---- */
-typedef struct { mth_page_t *first, *last; } mth_queue_t;
+typedef struct { mth_page_t *first; } mth_queue_t;   /* doubly linked through the pages */
 
 typedef struct {
   uint64_t mallocs;           /* flushed from pages */

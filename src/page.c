@@ -103,7 +103,6 @@ static void mth_queue_remove(mth_queue_t *q, mth_page_t *page) {
   if (page->prev) page->prev->next = page->next;
   else q->first = page->next;
   if (page->next) page->next->prev = page->prev;
-  else q->last = page->prev;
   page->next = page->prev = NULL;
 }
 
@@ -111,7 +110,6 @@ static void mth_queue_push_front(mth_queue_t *q, mth_page_t *page) {
   page->prev = NULL;
   page->next = q->first;
   if (q->first) q->first->prev = page;
-  else q->last = page;
   q->first = page;
 }
 

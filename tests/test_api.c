@@ -476,7 +476,7 @@ static void test_realloc(void) {
 
   /* A block of a size class grown 64 bytes at a time from 1 KiB to 64 KiB (a string appended
    * to): each move takes a quarter more than asked (src/alloc.c), so the chain moves about
-   * three times per doubling, 19 in all; with classes an eighth apart and no headroom it moved
+   * three times per doubling, 15 in all; with classes an eighth apart and no headroom it moved
    * at each class, 48 times.  A block that doubles gets what it asks for. */
   {
     unsigned char *a = T_MALLOC(VZ(1024));
