@@ -165,7 +165,8 @@ class ServerWorkload(ProgramWorkload):
         if sres is not None:
             # The allocator runs in the server: its CPU time and peak RSS are what we report.
             rec.update(user_s=round(sres.user, 6), sys_s=round(sres.sys, 6),
-                       maxrss_kb=sres.maxrss_kb, exit=sres.rc, signal=sres.signal)
+                       maxrss_kb=sres.maxrss_kb, minflt=sres.minflt, exit=sres.rc,
+                       signal=sres.signal)
         else:
             rec.update(user_s=0, sys_s=0, maxrss_kb=0)
         if rec.get("status") == "FAIL":

@@ -11,7 +11,7 @@ from .stats import geomean, median, ratio, spread
 
 CSV_FIELDS = ["workload", "variant", "threads", "allocator", "rep", "status", "reason",
               "metric", "value", "unit", "better", "wall_s", "user_s", "sys_s", "maxrss_kb",
-              "exit", "signal", "cmd"]
+              "minflt", "exit", "signal", "cmd"]
 
 
 def case_key(r):
@@ -47,7 +47,8 @@ def _alloc_order(runs, meta):
 
 def summarize(runs, meta=None):
     """{case: {"metric", "unit", "better", "allocs": {name: cell}}} in run order, where a cell
-    has n, ok, fails (reasons), median/min/max of the metric and medians of wall, CPU, RSS."""
+    has n, ok, fails (reasons), median/min/max of the metric and medians of wall, CPU, RSS and
+    minor page faults (None when a run did not record them: results from before they were)."""
     cases = OrderedDict()
     for r in runs:
         k = case_key(r)
@@ -70,6 +71,8 @@ def summarize(runs, meta=None):
                 cell["min"], cell["max"] = spread(vals)
                 for f in ("wall_s", "user_s", "sys_s", "maxrss_kb"):
                     cell[f] = median([float(r.get(f) or 0) for r in ok])
+                flt = [float(r["minflt"]) for r in ok if r.get("minflt")]
+                cell["minflt"] = median(flt) if len(flt) == len(ok) else None
             else:
                 cell["median"] = None
         # A case where any run failed still shows its medians, but the FAIL is in the table.
@@ -95,14 +98,16 @@ def summarize(runs, meta=None):
 
 
 def allocator_summary(cases, order, ref="glibc"):
-    """Per allocator: geometric means over cases of median wall time and peak RSS, relative
-    to ref (glibc when it ran, else the first allocator), over the cases where both succeeded
-    in every run; plus the count of failed runs."""
+    """Per allocator: geometric means over cases of median wall time, peak RSS and minor page
+    faults, relative to ref (glibc when it ran, else the first allocator), over the cases where
+    both succeeded in every run; plus the count of failed runs.  The faults put the RSS in
+    context: memory given back early is memory faulted in again, each fault a trip into the
+    kernel under the mmap lock (the NTT report's stalls)."""
     if ref not in order:
         ref = order[0] if order else None
     out = OrderedDict()
     for a in order:
-        tr, mr, fails, n = [], [], 0, 0
+        tr, mr, fr, fails, n = [], [], [], 0, 0
         for key, c in cases.items():
             cell = c["allocs"].get(a)
             if not cell:
@@ -117,9 +122,12 @@ def allocator_summary(cases, order, ref="glibc"):
                 tr.append(cell["wall_s"] / rc["wall_s"])
             if cell["maxrss_kb"] > 0 and rc["maxrss_kb"] > 0:
                 mr.append(cell["maxrss_kb"] / rc["maxrss_kb"])
+            if cell.get("minflt") and rc.get("minflt"):
+                fr.append(cell["minflt"] / rc["minflt"])
             n += 1
         out[a] = {"time_geomean": geomean(tr) if tr else None,
                   "rss_geomean": geomean(mr) if mr else None,
+                  "faults_geomean": geomean(fr) if fr else None,
                   "cases": n, "failed_runs": fails}
     return ref, out
 
@@ -160,6 +168,13 @@ def _rss(kb):
     return "%.1f MiB" % (kb / 1024.0)
 
 
+def _faults(n):
+    """A count: whole numbers (the median of an even number of runs may be a half)."""
+    if not n:
+        return "-"
+    return "%.3gM" % (n / 1e6) if n >= 1e6 else "%d" % round(n)
+
+
 def _row_name(key, c, name):
     """What a row measured: the allocator, except for cases that do not measure one (the
     profiler's cost runs under glibc's malloc, but it is plockstat's number)."""
@@ -170,12 +185,12 @@ def _row_name(key, c, name):
 
 def case_rows(key, c):
     """Rows for one case: what ran, median, spread, vs best, vs glibc, wall, user, sys, RSS,
-    ok/n, note (a failure's reason, or that the runs spread too much to conclude anything)."""
+    minor faults, ok/n, note (a failure's reason, or that the runs spread too much to conclude anything)."""
     rows = []
     for name, cell in c["allocs"].items():
         label = _row_name(key, c, name)
         if cell["median"] is None:
-            rows.append([label, "FAIL", "", "", "", "", "", "", "", "%d/%d" % (0, cell["n"]),
+            rows.append([label, "FAIL", "", "", "", "", "", "", "", "", "%d/%d" % (0, cell["n"]),
                          cell["fails"][0] if cell["fails"] else ""])
             continue
         lo, hi = cell["min"], cell["max"]
@@ -186,18 +201,18 @@ def case_rows(key, c):
         rows.append([label, _fmt(cell["median"]), "%s..%s" % (_fmt(lo), _fmt(hi)),
                      _vs_best(cell), vs_glibc, "%.2f" % cell["wall_s"],
                      "%.2f" % cell["user_s"], "%.2f" % cell["sys_s"], _rss(cell["maxrss_kb"]),
-                     "%d/%d" % (cell["ok"], cell["n"]), note])
+                     _faults(cell.get("minflt")), "%d/%d" % (cell["ok"], cell["n"]), note])
         if key[0] == "plockstat-cost":
             ex = [r.get("extra") or {} for r in cell["runs"] if r.get("status") == "ok"]
             h = [e["H_added_ns"] for e in ex if isinstance(e.get("H_added_ns"), (int, float))]
             if h:
                 rows.append(["plockstat -H", _fmt(sorted(h)[len(h) // 2]), "", "-", "-", "", "",
-                             "", "", "%d/%d" % (len(h), cell["n"]), "same runs as -C"])
+                             "", "", "", "%d/%d" % (len(h), cell["n"]), "same runs as -C"])
     return rows
 
 
 HEAD = ["run", "median", "min..max", "vs best", "vs glibc", "wall s", "user s", "sys s",
-        "peak RSS", "ok", "note"]
+        "peak RSS", "faults", "ok", "note"]
 
 
 def _case_title(key, c):
@@ -224,14 +239,15 @@ def text_tables(cases, order, meta=None):
     if not any(s["cases"] for s in summ.values()):
         return "\n".join(lines) + "\n\n(no timed allocator comparison in this run: no summary)"
     lines.append("")
-    lines.append("Summary (geometric means over cases of median wall time and peak RSS, "
-                 "relative to %s; lower is better):" % ref)
-    lines.append("  %-12s %10s %10s %7s %12s" % ("allocator", "time", "peak RSS", "cases",
-                                                 "failed runs"))
+    lines.append("Summary (geometric means over cases of median wall time, peak RSS and minor "
+                 "page faults, relative to %s; lower is better):" % ref)
+    lines.append("  %-12s %10s %10s %12s %7s %12s" % ("allocator", "time", "peak RSS",
+                                                      "page faults", "cases", "failed runs"))
     for a, s in summ.items():
-        lines.append("  %-12s %10s %10s %7d %12d" % (a, _x(s["time_geomean"]),
-                                                     _x(s["rss_geomean"]), s["cases"],
-                                                     s["failed_runs"]))
+        lines.append("  %-12s %10s %10s %12s %7d %12d" % (a, _x(s["time_geomean"]),
+                                                          _x(s["rss_geomean"]),
+                                                          _x(s["faults_geomean"]), s["cases"],
+                                                          s["failed_runs"]))
     noisy = [case_label(k) for k, c in cases.items() if is_noisy(c)]
     if noisy:
         lines.append("Noisy cases (some allocator's runs spread by more than %.1fx; read no "
@@ -241,12 +257,14 @@ def text_tables(cases, order, meta=None):
 
 def summary_markdown(cases, order):
     ref, summ = allocator_summary(cases, order)
-    out = ["| allocator | time (geomean vs %s) | peak RSS (geomean vs %s) | cases | failed runs |"
-           % (ref, ref), "|---|---:|---:|---:|---:|"]
+    out = ["| allocator | time (geomean vs %s) | peak RSS (geomean vs %s) | minor page faults "
+           "(geomean vs %s) | cases | failed runs |" % (ref, ref, ref),
+           "|---|---:|---:|---:|---:|---:|"]
     for a, s in summ.items():
-        out.append("| %s | %s | %s | %d | %d |" % (a, _x(s["time_geomean"]),
-                                                   _x(s["rss_geomean"]), s["cases"],
-                                                   s["failed_runs"]))
+        out.append("| %s | %s | %s | %s | %d | %d |" % (a, _x(s["time_geomean"]),
+                                                        _x(s["rss_geomean"]),
+                                                        _x(s["faults_geomean"]), s["cases"],
+                                                        s["failed_runs"]))
     return "\n".join(out)
 
 

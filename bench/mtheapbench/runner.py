@@ -20,6 +20,7 @@ class ProcResult:
         self.user = 0.0
         self.sys = 0.0
         self.maxrss_kb = 0
+        self.minflt = 0         # page faults served without I/O: each one takes the mmap lock
         self.stdout = ""
         self.stderr = ""
 
@@ -126,7 +127,7 @@ def finish(proc, log_base, t0, deadline):
         r.signal = os.WTERMSIG(status)
     else:
         r.rc = os.WEXITSTATUS(status)
-    r.user, r.sys, r.maxrss_kb = ru.ru_utime, ru.ru_stime, ru.ru_maxrss
+    r.user, r.sys, r.maxrss_kb, r.minflt = ru.ru_utime, ru.ru_stime, ru.ru_maxrss, ru.ru_minflt
     if HELPER and not timed_out:
         helper = _read(log_base + ".rusage")
         kv = dict(x.split("=", 1) for x in helper.split() if "=" in x)
@@ -135,6 +136,7 @@ def finish(proc, log_base, t0, deadline):
             r.rc, r.signal = (None, sig) if sig else (int(kv["exit"]), None)
             r.user, r.sys = float(kv["utime"]), float(kv["stime"])
             r.maxrss_kb = int(kv["maxrss_kb"])
+            r.minflt = int(kv.get("minflt", 0))
     r.stdout, r.stderr = _read(log_base + ".out"), _read(log_base + ".err")
     return r
 

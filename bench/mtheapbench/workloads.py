@@ -63,7 +63,7 @@ def fail_reason(res, fails):
 def record_from_process(res, results):
     rec = {
         "wall_s": round(res.wall, 6), "user_s": round(res.user, 6), "sys_s": round(res.sys, 6),
-        "maxrss_kb": res.maxrss_kb, "exit": res.rc, "signal": res.signal,
+        "maxrss_kb": res.maxrss_kb, "minflt": res.minflt, "exit": res.rc, "signal": res.signal,
     }
     return rec
 
@@ -359,7 +359,7 @@ class PlockstatCost(Workload):
         import statistics
         plockstat = os.path.join(ctx.build_dir, "src", "plockstat", "plockstat")
         exe = ctx.binary("lock-pairs")
-        rec = {"cmd": "", "wall_s": 0.0, "user_s": 0.0, "sys_s": 0.0, "maxrss_kb": 0}
+        rec = {"cmd": "", "wall_s": 0.0, "user_s": 0.0, "sys_s": 0.0, "maxrss_kb": 0, "minflt": 0}
         for need in (plockstat, exe):
             if not os.access(need, os.X_OK):
                 rec.update(status="FAIL", reason="%s not built" % need)
@@ -376,7 +376,7 @@ class PlockstatCost(Workload):
                 res = runner.run(cmd, base_env(alloc.preload(), alloc.env),
                                  timeout or self.timeout(mode), "%s.%s%d" % (log_base, m, r))
                 sub = finish_record(record_from_process(res, None), res)
-                for k in ("wall_s", "user_s", "sys_s"):
+                for k in ("wall_s", "user_s", "sys_s", "minflt"):
                     rec[k] += sub[k]
                 rec["maxrss_kb"] = max(rec["maxrss_kb"], sub["maxrss_kb"])
                 rec["cmd"] = " ".join(cmd)

@@ -177,21 +177,23 @@ def test_full_mode_scales_every_c_workload():
 def fake_runs():
     runs = []
     for rep in (1, 2, 3):
-        for a, t, rss in (("glibc", 2.0, 1000), ("fast", 1.0, 3000), ("lean", 4.0, 500)):
+        for a, t, rss, flt in (("glibc", 2.0, 1000, 1000), ("fast", 1.0, 3000, 4000),
+                               ("lean", 4.0, 500, 250)):
             for th in (1, 2):
                 runs.append(dict(workload="w1", variant="", threads=th, allocator=a, rep=rep,
                                  status="ok", reason="", metric="time", value=t * rep / 2,
                                  unit="s", better="lower", wall_s=t * rep / 2, user_s=t,
-                                 sys_s=0.1, maxrss_kb=rss, exit=0, signal=None, cmd="w1",
+                                 sys_s=0.1, maxrss_kb=rss, minflt=flt + rep, exit=0,
+                                 signal=None, cmd="w1",
                                  extra={"ops_per_s": 1e6 / t * th}))
         runs.append(dict(workload="w2", variant="", threads=1, allocator="glibc", rep=rep,
                          status="ok", reason="", metric="rps", value=100.0, unit="req/s",
-                         better="higher", wall_s=2.0, user_s=1, sys_s=0, maxrss_kb=2000, exit=0,
-                         signal=None, cmd="w2", extra={}))
+                         better="higher", wall_s=2.0, user_s=1, sys_s=0, maxrss_kb=2000,
+                         minflt=500, exit=0, signal=None, cmd="w2", extra={}))
         runs.append(dict(workload="w2", variant="", threads=1, allocator="fast", rep=rep,
                          status="ok", reason="", metric="rps", value=200.0, unit="req/s",
-                         better="higher", wall_s=1.0, user_s=1, sys_s=0, maxrss_kb=2000, exit=0,
-                         signal=None, cmd="w2", extra={}))
+                         better="higher", wall_s=1.0, user_s=1, sys_s=0, maxrss_kb=2000,
+                         minflt=500, exit=0, signal=None, cmd="w2", extra={}))
         runs.append(dict(workload="w2", variant="", threads=1, allocator="lean", rep=rep,
                          status="FAIL", reason="killed by SIGSEGV", wall_s=0.1, user_s=0,
                          sys_s=0, maxrss_kb=100, exit=None, signal=11, cmd="w2"))
@@ -221,6 +223,25 @@ def test_allocator_summary_geomeans():
     # lean failed w2: excluded from the geomean, counted as failures.
     assert s["lean"]["cases"] == 2 and s["lean"]["failed_runs"] == 3
     assert s["lean"]["time_geomean"] == pytest.approx(2.0)
+    # minor faults: medians (the middle rep's, +2) against glibc's; fast 4x, 4x and 1x (w2)
+    assert s["fast"]["faults_geomean"] == pytest.approx((4002 / 1002) ** (2 / 3))
+    assert s["lean"]["faults_geomean"] == pytest.approx(252 / 1002)
+    text = report.text_tables(cases, ["glibc", "fast", "lean"])
+    assert "page faults" in text.split("Summary")[1]
+    w1 = text.split("w1 t=1:")[1].split("\n\n")[0]
+    assert "faults" in w1.splitlines()[1] and " 4002 " in w1 and " 252 " in w1
+    assert "minor page faults" in report.summary_markdown(cases, ["glibc", "fast", "lean"])
+
+
+def test_results_without_faults_still_report():
+    """results.json written before the runs recorded page faults: "-", never 0x or a crash."""
+    runs = [{k: v for k, v in r.items() if k != "minflt"} for r in fake_runs()]
+    cases = report.summarize(runs)
+    assert cases[("w1", "", 1)]["allocs"]["fast"]["minflt"] is None
+    ref, s = report.allocator_summary(cases, ["glibc", "fast", "lean"])
+    assert s["fast"]["faults_geomean"] is None and s["fast"]["rss_geomean"] is not None
+    text = report.text_tables(cases, ["glibc", "fast", "lean"])
+    assert "0.00x" not in text
 
 
 def test_report_files(tmp_path):
@@ -292,6 +313,8 @@ def test_end_to_end_small_run(tmp_path):
     assert len(data["runs"]) == 2 * (2 + 1 + 3)
     assert all(r["status"] == "ok" for r in data["runs"])
     assert all(r["maxrss_kb"] > 0 and r["wall_s"] > 0 for r in data["runs"])
+    # the page faults are the workload's own too: a run touches at least its binary and libc
+    assert all(r["minflt"] > 10 for r in data["runs"])
     # Peak RSS is the workload's own, not the Python driver's (see tools/benchrun.c).
     assert max(r["maxrss_kb"] for r in data["runs"] if r["workload"] == "threads-1k") < 12000
     assert (out / "report.md").exists() and (out / "results.csv").exists()

@@ -46,11 +46,12 @@ int main(int argc, char **argv) {
     }
   FILE *f = fopen(argv[1], "w");
   if (f) {
-    fprintf(f, "exit=%d signal=%d utime=%.6f stime=%.6f maxrss_kb=%ld\n",
+    fprintf(f, "exit=%d signal=%d utime=%.6f stime=%.6f maxrss_kb=%ld minflt=%ld majflt=%ld\n",
             WIFEXITED(status) ? WEXITSTATUS(status) : -1,
             WIFSIGNALED(status) ? WTERMSIG(status) : 0,
             (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6,
-            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6, ru.ru_maxrss);
+            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6, ru.ru_maxrss,
+            ru.ru_minflt, ru.ru_majflt);
     fclose(f);
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
