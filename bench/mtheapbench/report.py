@@ -185,7 +185,8 @@ def _row_name(key, c, name):
 
 def case_rows(key, c):
     """Rows for one case: what ran, median, spread, vs best, vs glibc, wall, user, sys, RSS,
-    minor faults, ok/n, note (a failure's reason, or that the runs spread too much to conclude anything)."""
+    minor faults, ok/n, note (a failure's reason, or that the runs spread too much to conclude
+    anything)."""
     rows = []
     for name, cell in c["allocs"].items():
         label = _row_name(key, c, name)
