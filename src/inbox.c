@@ -19,6 +19,17 @@
  *     consumed: a claim made meanwhile makes the CAS fail, so no claim is ever lost.  The
  *     counter is 64-bit: an owner that never drains cannot make it wrap.
  *   - consumed slots are NULL again before the reset that lets them be claimed anew.
+ *   - a block on the overflow list holds next (word 0) and a hint (word 1, blocks are at least
+ *     16 bytes): the block its freer pushed MTH_OVF_AHEAD pushes earlier, or NULL.  The hint is
+ *     only ever prefetched, never dereferenced: it may name a block drained and reused since.
+ *
+ * Why the hint: a consumer that frees a batch while its producer sleeps (bench malloc_test,
+ * 5000 blocks a batch) overflows the array, and the owner walks that list one cache miss at a
+ * time, each address known only when the previous block has arrived: `perf` put 19% of
+ * `malloc_test -t 4` on that one load.  Prefetching the block eight pushes back keeps several
+ * misses in flight: interleaved against the plain walk (`mtheap-bench run --quick --workloads
+ * malloc_test,xmalloc,larson,mstress --threads 1,2,4,8 --repeat 5`), malloc_test 0.74-0.89x
+ * the time at 2-8 pairs, the rest unchanged (time geomean 0.95x).
  */
 #include "internal.h"
 
@@ -29,6 +40,18 @@ bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b) {
     atomic_store_explicit(&owner->inbox[i], b, memory_order_release);
     return false;
   }
+  mth_heap_t *me = mth_tls_heap;
+  mth_block_t *ahead = NULL;
+  if (me != &mth_heap_empty) {
+    if (me->ovf_owner != owner) {   /* a new destination: the old ring's blocks are not on its list */
+      memset(me->ovf_ring, 0, sizeof me->ovf_ring);
+      me->ovf_owner = owner;
+    }
+    mth_block_t **slot = &me->ovf_ring[me->ovf_i++ % MTH_OVF_AHEAD];
+    ahead = *slot;
+    *slot = b;
+  }
+  ((mth_block_t **)b)[1] = ahead;
   mth_block_t *head = atomic_load_explicit(&owner->remote, memory_order_relaxed);
   do b->next = head;
   while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, b, memory_order_release,
@@ -62,6 +85,7 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
   mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
   while (b) {
     mth_block_t *next = b->next;
+    __builtin_prefetch(((mth_block_t **)b)[1]);
     mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
     b = next;
   }

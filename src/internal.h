@@ -110,6 +110,7 @@
 #define MTH_LCACHE_SLICES ((1u << 20) >> MTH_SLICE_SHIFT)   /* ... holding at most 1 MiB */
 #define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
 #define MTH_HEARTBEAT 4096                   /* mallocs from one page between two slow-path ticks */
+#define MTH_OVF_AHEAD 8                      /* overflow list: the drain prefetches this far ahead */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
                                                 (xmalloc: 256 slots overflowed on half the frees) */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
@@ -266,6 +267,11 @@ struct mth_heap_s {
   int tid;
   _Atomic int state;          /* MTH_HEAP_LIVE / MTH_HEAP_ABANDONED */
   uint32_t inbox_read;        /* owner's cursor into inbox[] (inbox.c) */
+  /* this heap's thread as a freer: its last MTH_OVF_AHEAD blocks pushed on the overflow list
+   * of ovf_owner, each newly pushed block pointing at the one this many pushes back (inbox.c) */
+  uint32_t ovf_i;
+  mth_heap_t *ovf_owner;
+  mth_block_t *ovf_ring[MTH_OVF_AHEAD];
   /* written by other threads: keep off the owner's lines (inbox.c) */
   _Alignas(MTH_CACHE_LINE) _Atomic uint64_t inbox_n;   /* slots claimed since the last reset */
   _Atomic(mth_block_t *) remote;                      /* overflow list: inbox[] was full */
