@@ -250,6 +250,13 @@ def c_workloads():
                                   {"4k": 5000000, "64k": 1500000}[v], 2000),
                          "-m", {"4k": 4096, "64k": 65536}[v]],
         variants=("4k", "64k"), scaling=True, est=(0.15, 1.4)))
+    W.append(CWorkload(
+        "xfree", "threads free each other's blocks in a random pattern: each churns 1000 slots "
+        "of 8..16000 bytes, 100 a round, and every 2nd round hands 100 new blocks to a random "
+        "other thread",
+        lambda m, t, v: ["-t", t, "-n", _q(m, 3000, 8000, 20), "-w", _q(m, 1000, 1000, 50),
+                         "-k", _q(m, 100, 100, 10)],
+        scaling=True, est=(0.5, 1.4)))
     rss = CWorkload(
         "rss-return", "a 1 GiB peak freed but 1 block in 100, then a little work every ms: "
         "% of the peak still resident after 3 s (mixed: 64 B..32 MiB blocks; small: 64 B..4 KiB)",

@@ -2,6 +2,7 @@
 allocator, and a smoke run with tiny parameters under glibc and under mtheap."""
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -88,7 +89,7 @@ def test_selfcheck_catches_corruption(name):
     assert "RESULT" not in p.stdout
 
 
-@pytest.mark.parametrize("name", ["threads-1k", "general", "realloc", "shbench"])
+@pytest.mark.parametrize("name", ["threads-1k", "general", "realloc", "shbench", "xfree"])
 def test_selfcheck_catches_overlapping_blocks(name):
     p = run(name, smoke_args(name), preload=os.path.join(BIN, "libbenchcorrupt.so"),
             env_extra={"BENCH_CORRUPT_EVERY": "7", "BENCH_CORRUPT_MODE": "overlap"})
@@ -126,6 +127,28 @@ def test_mmap_lock_counts_through_shim():
     assert r["count_source"] == "shim"
     for k in ("mmap_calls", "munmap_calls", "madvise_calls", "p999_us", "max_us", "mean_us"):
         assert k in r
+
+
+@pytest.mark.parametrize("threads,rounds,k,rate", [(2, 20, 10, 2), (5, 21, 7, 3)])
+def test_xfree_frees_across_threads(mtheap, threads, rounds, k, rate):
+    """Every handed-over batch is freed by another thread: its K blocks and the batch itself,
+    so mtheap's statistics count exactly T * (rounds // R) * (K + 1) frees from another
+    thread, and nothing hangs when threads wait on each other's full mailboxes."""
+    p = run("xfree", ["-t", threads, "-n", rounds, "-k", k, "-w", 50, "-x", rate],
+            preload=mtheap, env_extra={"MTHEAP_STATS": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    m = re.search(r"from another thread (\d+)", p.stderr)
+    assert m, p.stderr
+    assert int(m.group(1)) == threads * (rounds // rate) * (k + 1)
+
+
+def test_xfree_waiting_senders_do_not_hang():
+    """64 threads on two cores handing over a batch every round fill mailboxes all the time:
+    senders wait for room while freeing their own mail, and threads that are done keep
+    freeing theirs until every thread is, so the run ends (a deadlock would hit the timeout)."""
+    p = run("xfree", ["-t", 64, "-n", 300, "-k", 50, "-w", 100, "-x", 1], timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "RESULT workload=xfree threads=64" in p.stdout
 
 
 def test_lock_pairs():
