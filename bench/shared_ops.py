@@ -30,6 +30,7 @@ WORKLOADS = [
     ("xmalloc", "-t {t} -n 100000", "producer/consumer: every free is remote"),
     ("malloc_test", "-t {t} -n 5000 -m 4096 -r -c 0 -l 1000 -f 50",
      "producer/consumer batches of 5000 (reference 000)"),
+    ("xfree", "-t {t} -n 1000", "every thread frees blocks of every other, in no order"),
 ]
 
 FIELDS = [("shared", "atomic RMWs on shared lines"), ("remote", "remote frees"),
