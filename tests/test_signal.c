@@ -53,8 +53,9 @@ static void on_usr1(int sig) {
  * malloc or free (its own mallocs before it spins, the frees after, its exit), and a handler
  * there would call malloc inside malloc, which no allocator supports.  The stop is not enough to
  * keep signals out: the ticker's last signal is sent before the stop, but the target may read
- * the flag before the kernel interrupts it, so the handler ran in the code after spin() (1 run
- * in about 40 failed, a block's first word overwritten as when a block is handed out twice).
+ * the flag before the kernel interrupts it, so the handler ran in the code after spin() (2 of
+ * 70 runs under LD_PRELOAD failed, a block's first word overwritten as when a block is handed
+ * out twice).
  * Blocked, a late signal stays pending and is dropped when the thread exits; one sent before
  * the thread spins is handled when it starts to. */
 static void usr1_mask(int how) {
