@@ -292,7 +292,11 @@ enum { MTH_HEAP_LIVE = 1, MTH_HEAP_ABANDONED = 2 };
 extern MTH_HIDDEN uintptr_t mth_secret;
 extern MTH_HIDDEN uint8_t mth_segmap[];            /* byte per 2 MiB slot: live segment header */
 extern MTH_HIDDEN mth_page_t mth_page_empty;       /* free == NULL: sends malloc to slow path */
-extern MTH_HIDDEN mth_heap_t mth_heap_empty;       /* TLS value of a thread with no heap yet */
+/* TLS value of a thread with no heap yet: a heap whose direct table names mth_page_empty for
+ * every size (so malloc's fast path falls to the slow path) and that has no other field -- it
+ * is that table alone (heap.c), which works because direct[] is the heap's first member. */
+extern MTH_HIDDEN _Alignas(mth_heap_t) mth_page_t *const mth_heap_empty_direct[MTH_DIRECT_N];
+#define mth_heap_empty (*(mth_heap_t *)(uintptr_t)mth_heap_empty_direct)
 extern MTH_HIDDEN __thread mth_heap_t *mth_tls_heap __attribute__((tls_model("initial-exec")));
 
 /* ---- options (options.c) ---- */
