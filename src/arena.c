@@ -3,7 +3,8 @@
  * Why: every mmap/munmap takes the kernel's mmap lock for writing and stalls all page faults of
  * the process (the NTT report's 300 ms mallocs).  Regions are reserved once and never unmapped;
  * freed runs are kept (dirty) and reused, and their pages are given back with madvise only after
- * the purge delay, so steady-state allocation of any size makes no mmap or munmap call.  A new
+ * the purge delay (a huge block's run: MTH_HUGE_KEEP_MS, internal.h), so steady-state
+ * allocation of any size makes no mmap or munmap call.  A new
  * run goes where the most of its slots are still dirty: each clean slot it takes is page
  * faults and new resident memory.
  *
@@ -22,7 +23,7 @@ typedef struct {
   size_t nslots;
   uint64_t *free_bits;
   uint64_t *dirty_bits;
-  uint64_t *freed_at;         /* ms timestamp a dirty slot was freed */
+  uint64_t *purge_at;         /* ms timestamp a dirty slot is due to be purged */
   uint32_t *head;
 } mth_region_t;
 
@@ -49,8 +50,8 @@ static mth_region_t *mth_region_new(size_t size) {
   r->nslots = nslots;
   r->free_bits = (uint64_t *)(r + 1);
   r->dirty_bits = r->free_bits + nwords;
-  r->freed_at = r->dirty_bits + nwords;
-  r->head = (uint32_t *)(r->freed_at + nslots);
+  r->purge_at = r->dirty_bits + nwords;
+  r->head = (uint32_t *)(r->purge_at + nslots);
   for (size_t i = 0; i < nslots; i++) bit_set(r->free_bits, i);
   if (mth_opt.verbose)
     mth_message("reserved region of %zu MiB at %p", size >> 20, (void *)base);
@@ -177,11 +178,17 @@ bool mth_arena_try_extend(void *start, size_t nslots, size_t new_nslots) {
 }
 
 void mth_arena_free(void *start, size_t nslots, bool clean) {
-  if (!clean && mth_opt.purge_delay_ms == 0) {
+  mth_arena_free_keep(start, nslots, clean, mth_opt.purge_delay_ms);
+}
+
+/* The run goes back to the free slots; unless clean, its slots stay resident for reuse and are
+ * purged keep_ms later (0: now; -1: only by a forced purge). */
+void mth_arena_free_keep(void *start, size_t nslots, bool clean, long keep_ms) {
+  if (!clean && keep_ms == 0) {
     mth_os_purge(start, nslots << MTH_SEG_SHIFT);
     clean = true;
   }
-  uint64_t now = clean ? 0 : mth_clock_ms();
+  uint64_t due = clean || keep_ms < 0 ? UINT64_MAX : mth_clock_ms() + (uint64_t)keep_ms;
   mth_lock(&mth_arena_lock);
   mth_region_t *r = mth_region_of(start);
   size_t s = (size_t)((uint8_t *)start - r->base) >> MTH_SEG_SHIFT;
@@ -189,11 +196,13 @@ void mth_arena_free(void *start, size_t nslots, bool clean) {
     bit_set(r->free_bits, k);
     if (!clean) {
       bit_set(r->dirty_bits, k);
-      r->freed_at[k] = now;
+      r->purge_at[k] = due;
     }
   }
-  if (!clean && mth_opt.purge_delay_ms > 0 && atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed) == 0)
-    atomic_store_explicit(&mth_arena_purge_next, now + (uint64_t)mth_opt.purge_delay_ms, memory_order_relaxed);
+  if (due != UINT64_MAX) {
+    uint64_t next = atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed);
+    if (next == 0 || due < next) atomic_store_explicit(&mth_arena_purge_next, due, memory_order_relaxed);
+  }
   mth_unlock(&mth_arena_lock);
 }
 
@@ -214,7 +223,6 @@ void mth_arena_purge(bool force) {
   uint64_t due = atomic_load_explicit(&mth_arena_purge_next, memory_order_relaxed);
   if (!force && due == 0) return;   /* nothing waits: do not even read the clock */
   uint64_t now = mth_clock_ms();
-  uint64_t delay = mth_opt.purge_delay_ms < 0 ? 0 : (uint64_t)mth_opt.purge_delay_ms;
   if (!force && now < due) return;
   enum { MAXRUNS = 64 };
   struct { uint8_t *p; size_t n; } runs[MAXRUNS];
@@ -230,8 +238,8 @@ void mth_arena_purge(bool force) {
           if ((k & 63) == 0 && r->dirty_bits[k >> 6] == 0) k += 63;
           continue;
         }
-        if (!force && r->freed_at[k] + delay > now) {
-          uint64_t due = r->freed_at[k] + delay;
+        if (!force && r->purge_at[k] > now) {
+          uint64_t due = r->purge_at[k];
           if (next == 0 || due < next) next = due;
           continue;
         }

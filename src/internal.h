@@ -106,6 +106,11 @@
 #define MTH_BCACHE_DEPTH 255                 /* blocks a class's cache may hold (uint8), and bytes: */
 #define MTH_BCACHE_CLASS_BYTES ((size_t)2 << 20)   /* 32 classes: 64 MiB a heap (bcache.c) */
 #define MTH_BCACHE_EXTRA_BYTES ((size_t)8 << 20)   /* past those, lent to busy classes: a heap's in all */
+/* A freed huge block's slots stay resident for the next huge malloc at most this long (the
+ * purge delay applies to everything else): a program whose big tables are rebuilt and dropped
+ * (ruby's hashes: docs/PERFORMANCE.md) needs that memory elsewhere soon, while a loop of huge
+ * mallocs and frees (bench `large`, `mmap-lock`) reuses a slot within microseconds. */
+#define MTH_HUGE_KEEP_MS 100
 #define MTH_LCACHE_MAX 1                     /* freed large spans a heap keeps for reuse (page.c), */
 #define MTH_LCACHE_SLICES ((1u << 20) >> MTH_SLICE_SHIFT)   /* ... holding at most 1 MiB */
 #define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
@@ -358,6 +363,7 @@ MTH_INLINE void mth_lock_reinit(mth_lock_t *l) { atomic_store(&l->state, 0); }
 /* ---- arena (arena.c) ---- */
 MTH_HIDDEN mth_segment_t *mth_arena_alloc(size_t nslots, size_t align, size_t lead, bool *is_zero);
 MTH_HIDDEN void mth_arena_free(void *start, size_t nslots, bool clean);
+MTH_HIDDEN void mth_arena_free_keep(void *start, size_t nslots, bool clean, long keep_ms);
 MTH_HIDDEN bool mth_arena_try_extend(void *start, size_t nslots, size_t new_nslots);
 MTH_HIDDEN void *mth_arena_find_head(const void *p);
 MTH_HIDDEN void mth_arena_purge(bool force);

@@ -361,7 +361,10 @@ void mth_huge_free(mth_segment_t *seg) {
   mth_segmap_set(seg, false);
   __atomic_store_n(&seg->cookie, 0, __ATOMIC_RELEASE);
   mth_pages_add((size_t)seg->nslots << MTH_SEG_SHIFT, false);
-  mth_arena_free(seg, seg->nslots, false);
+  /* its slots stay resident for reuse only briefly (MTH_HUGE_KEEP_MS), not the purge delay */
+  long keep = mth_opt.purge_delay_ms;
+  if (keep > MTH_HUGE_KEEP_MS) keep = MTH_HUGE_KEEP_MS;   /* -1 (never purge) stays */
+  mth_arena_free_keep(seg, seg->nslots, false, keep);
 }
 
 /* The huge segment owning p (p must be its block), or NULL. */
