@@ -335,7 +335,7 @@ static void case_reuse(void) {
 
 /* A freed huge block is kept for the next huge malloc only briefly: its slots are purged
  * about MTH_HUGE_KEEP_MS after the free, long before the purge delay (1 s), while a little
- * small-block work goes on.  (ruby rebuilding big hashes: peak RSS 258 -> 239 MiB.) */
+ * small-block work goes on.  (ruby rebuilding big hashes: peak RSS 252.7 -> 233.5 MiB.) */
 static void case_hugekeep(void) {
   const size_t mib = (size_t)1 << 20;
   free(malloc(16));
