@@ -1,4 +1,4 @@
-"""Real programs with the allocator preloaded: redis, memcached, python, sqlite.
+"""Real programs with the allocator preloaded: redis, memcached, python, sqlite, perl, ruby, z3.
 
 Servers listen on 127.0.0.1 only, on a port that was free a moment before, get a bounded
 number of requests from a client that runs without the preload, and are always stopped (also
@@ -428,6 +428,18 @@ class Perl(ScriptWorkload):
         return {"PERL_HASH_SEED": "0", "PERL_PERTURB_KEYS": "0"}
 
 
+class Ruby(ScriptWorkload):
+    name = "ruby"
+    description = "ruby building a 300,000-record hash, re-filtering it five times (its tables, " \
+                  "huge blocks, rebuilt and dropped) and sorting 400,000 strings; results checked"
+    tools = ("ruby",)
+    _est = (3.3, 7.0)
+
+    def cmd(self, ctx, mode):
+        return ["ruby", os.path.join(ctx.src_dir, "programs", "alloc_heavy.rb"),
+                "--scale", str(_q(mode, 1, 2, 1))]
+
+
 class Z3(CheckedProgram):
     name = "z3"
     description = "z3 solving n queens as integer constraints (n = 28; 32 in --full); the " \
@@ -456,4 +468,4 @@ def _z3_queens():
 
 
 def program_workloads():
-    return [Redis(), Memcached(), Python(), Sqlite(), Perl(), Z3()]
+    return [Redis(), Memcached(), Python(), Sqlite(), Perl(), Ruby(), Z3()]

@@ -1,4 +1,4 @@
-"""The real programs (redis, memcached, python, sqlite, perl, z3) with tiny request counts,
+"""The real programs (redis, memcached, python, sqlite, perl, ruby, z3) with tiny request counts,
 under glibc and under mtheap; servers must be gone afterwards."""
 
 import json
@@ -8,7 +8,7 @@ import sys
 
 from conftest import BENCH, BUILD, DRIVER
 
-PROGRAMS = ["redis", "memcached", "python", "sqlite", "perl", "z3"]
+PROGRAMS = ["redis", "memcached", "python", "sqlite", "perl", "ruby", "z3"]
 
 
 def servers():
@@ -67,5 +67,11 @@ def test_z3_answer_is_checked():
 
 def test_perl_script_catches_bad_usage():
     p = subprocess.run(["perl", os.path.join(BENCH, "programs", "alloc_heavy.pl"), "--scale", "x"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "usage" in p.stderr
+
+
+def test_ruby_script_catches_bad_usage():
+    p = subprocess.run(["ruby", os.path.join(BENCH, "programs", "alloc_heavy.rb"), "--scale", "0"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "usage" in p.stderr
