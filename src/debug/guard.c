@@ -326,7 +326,10 @@ void mthd_block_free(void *p, int family, size_t sized, size_t align, const char
   if (!h) return;
   bool aligned_new = h->flags & MTHD_F_ALIGNED_NEW;
   bool aligned_del = align != 0;
-  if ((h->family != family || (family != MTHD_FAM_MALLOC && aligned_new != aligned_del)) &&
+  /* the aligned form is checked only between our own operators: another object's cannot be told */
+  bool ours = h->family <= MTHD_FAM_NEW_ARRAY && family <= MTHD_FAM_NEW_ARRAY;
+  if ((!mthd_family_matches(h->family, family) ||
+       (ours && family != MTHD_FAM_MALLOC && aligned_new != aligned_del)) &&
       !(h->flags & MTHD_F_INTERNAL)) {
     mthd_out_t o;
     mthd_report_begin(&o, "alloc-dealloc-mismatch", p, "(%s vs %s)", mthd_family_alloc_name(h->family, h->flags),
@@ -369,7 +372,7 @@ void *mthd_block_realloc(void *p, size_t size, uintptr_t caller) {
   }
   mthd_hdr_t *h = validate(p, "realloc", caller);
   if (!h) return NULL;
-  if (h->family != MTHD_FAM_MALLOC && !(h->flags & MTHD_F_INTERNAL)) {
+  if (!mthd_family_matches(h->family, MTHD_FAM_MALLOC) && !(h->flags & MTHD_F_INTERNAL)) {
     mthd_out_t o;
     mthd_report_begin(&o, "alloc-dealloc-mismatch", p, "(%s vs realloc)", mthd_family_alloc_name(h->family, h->flags));
     mthd_print_block(&o, h);

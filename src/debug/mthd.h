@@ -109,7 +109,9 @@ static inline void mthd_lock(mthd_lock_t *l) {
 static inline void mthd_unlock(mthd_lock_t *l) { atomic_store_explicit(&l->v, 0, memory_order_release); }
 
 /* ---- block header (guard.c) ---- */
-enum { MTHD_FAM_MALLOC = 1, MTHD_FAM_NEW, MTHD_FAM_NEW_ARRAY };
+/* UNKNOWN: malloc/free called by an object whose operator new/delete are not ours, so either
+ * family (foreign.c) */
+enum { MTHD_FAM_MALLOC = 1, MTHD_FAM_NEW, MTHD_FAM_NEW_ARRAY, MTHD_FAM_UNKNOWN };
 enum { MTHD_LIVE = 0xA1, MTHD_QUARANTINED = 0xF2, MTHD_RELEASED = 0xD3 };
 enum { MTHD_F_INTERNAL = 1, MTHD_F_ALIGNED_NEW = 2, MTHD_F_REPORTED = 4 };
 
@@ -219,6 +221,13 @@ MTHD_HIDDEN bool mthd_sym_is_function(uintptr_t pc);
 MTHD_HIDDEN void mthd_sym_end(void);
 extern MTHD_HIDDEN _Atomic int mthd_errors;
 MTHD_HIDDEN const char *mthd_family_alloc_name(int family, int flags);
+
+/* ---- objects whose operator new/delete are not ours (foreign.c) ---- */
+/* the family a malloc-family call from caller stands for: UNKNOWN or family */
+MTHD_HIDDEN int mthd_foreign_family(uintptr_t caller, int family);
+MTHD_HIDDEN void mthd_foreign_forget(void);
+/* whether a block of alloc_family may be released by dealloc_family (aligned forms aside) */
+MTHD_HIDDEN bool mthd_family_matches(int alloc_family, int dealloc_family);
 
 /* ---- sampled guard pages (sample.c) ---- */
 extern MTHD_HIDDEN uintptr_t mthd_pool_start, mthd_pool_end;

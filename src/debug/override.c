@@ -64,7 +64,7 @@ static __attribute__((noinline)) void *sample_slow(size_t size, size_t align, in
   bool first = mthd_tls.rng == 0;
   mthd_tls.sample_countdown = mthd_sample_next();
   if ((first && mthd_opt.sample > 1) || mthd_tls.busy) return NULL;
-  return mthd_sample_alloc(size, align, family, zero, caller);
+  return mthd_sample_alloc(size, align, mthd_foreign_family(caller, family), zero, caller);
 }
 
 static __attribute__((noinline)) void *alloc_slow(size_t size, size_t align, int family, int flags, uintptr_t caller) {
@@ -76,7 +76,7 @@ static __attribute__((noinline)) void *alloc_slow(size_t size, size_t align, int
     if (align > 16) return mtheap_memalign(align, size);
     return (flags & ZERO) ? mtheap_calloc(1, size) : mtheap_malloc(size);
   }
-  return mthd_block_alloc(size, align, family, flags, caller);
+  return mthd_block_alloc(size, align, mthd_foreign_family(caller, family), flags, caller);
 }
 
 static inline void *alloc(size_t size, size_t align, int family, int flags, uintptr_t caller) {
@@ -90,6 +90,7 @@ static inline void *alloc(size_t size, size_t align, int family, int flags, uint
 /* Out of line so that free()'s common path saves no registers. */
 static __attribute__((noinline)) void dealloc_slow(void *p, int family, size_t sized, size_t align, const char *fn,
                                                    uintptr_t caller) {
+  family = mthd_foreign_family(caller, family);
   if (mthd_in_pool(p)) {
     mthd_sample_free(p, family, fn, caller);
     return;
@@ -242,6 +243,7 @@ MTHD_EXPORT int dlclose(void *handle) {
   }
   int rc = real_dlclose(handle);
   mthd_unwind_forget();
+  mthd_foreign_forget();
   return rc;
 }
 

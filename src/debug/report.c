@@ -324,6 +324,7 @@ const char *mthd_family_alloc_name(int family, int flags) {
   switch (family) {
     case MTHD_FAM_NEW: return al ? "operator new(align_val_t)" : "operator new";
     case MTHD_FAM_NEW_ARRAY: return al ? "operator new[](align_val_t)" : "operator new[]";
+    case MTHD_FAM_UNKNOWN: return "malloc or another object's operator new";
     default: return "malloc";
   }
 }

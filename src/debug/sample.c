@@ -333,7 +333,7 @@ void mthd_sample_free(void *p, int family, const char *fn, uintptr_t caller) {
   size_t i = (size_t)(s - slots);
   s->free_tid = mthd_tid();
   s->free_stack = mthd_stack_capture(caller);
-  if (family != s->family) {  /* new/delete mixed up: known exactly for sampled blocks too */
+  if (!mthd_family_matches(s->family, family)) {  /* new/delete mixed up: known for sampled blocks too */
     mthd_out_t o;
     mthd_report_begin(&o, "alloc-dealloc-mismatch", p, "(%s vs %s)", mthd_family_alloc_name(s->family, 0), fn);
     print_slot(&o, s);

@@ -175,6 +175,13 @@ CASES = {
                  [r"\(operator new vs free\)"]),
     "malloc_delete": ("full", "alloc-dealloc-mismatch", "make_raw_record", "alloc", ABORT,
                       [r"\(malloc vs operator delete\)"]),
+    # beside a library whose operators are not ours (no check for its calls), the program's own
+    # new[] + free is still found
+    "foreign_new_bug": ("full", "alloc-dealloc-mismatch", "make_scratch", "alloc", ABORT,
+                        [r"\(operator new\[\] vs free\)"], ("detect", "drop_scratch"), ["bug"], "foreign_new"),
+    "foreign_new_bug_guardpage": ("guardpage", "alloc-dealloc-mismatch", "make_scratch", "alloc", ABORT,
+                                  [r"\(operator new\[\] vs free\)"], ("detect", "drop_scratch"), ["bug"],
+                                  "foreign_new"),
     "sized_delete": ("full", "new-delete-type-mismatch", "make_shape", "alloc", ABORT,
                      [r"with size 4 for a 44-byte block"]),
 }
@@ -247,18 +254,22 @@ def check_case(name, lib, bindir):
     return problems, err
 
 
-CLEAN = ["clean_program", "legal_live_pointers", "legal_tricks"]
+CLEAN = ["clean_program", "legal_live_pointers", "legal_tricks", "foreign_new"]
+# the modes a clean program runs under (full alone unless listed)
+CLEAN_MODES = {"foreign_new": ["full", "guardpage", "sample=1"]}
 
 
 def check_clean(lib, bindir, name):
-    env = dict(os.environ, LD_PRELOAD=lib, MTHEAP_DEBUG="full")
-    r = run([os.path.join(bindir, name)], env)
-    problems = []
-    if "mtheap-debug:" in r.stderr:
-        problems.append("unexpected report")
-    if r.returncode != 0 or r.stdout.strip() != "OK":
-        problems.append("exit %d, stdout %r" % (r.returncode, r.stdout.strip()))
-    return problems, r.stderr
+    problems, errs = [], []
+    for mode in CLEAN_MODES.get(name, ["full"]):
+        env = dict(os.environ, LD_PRELOAD=lib, MTHEAP_DEBUG=mode)
+        r = run([os.path.join(bindir, name)], env)
+        errs.append(r.stderr)
+        if "mtheap-debug:" in r.stderr:
+            problems.append("unexpected report under %s" % mode)
+        if r.returncode != 0 or r.stdout.strip() != "OK":
+            problems.append("under %s: exit %d, stdout %r" % (mode, r.returncode, r.stdout.strip()))
+    return problems, "".join(errs)
 
 
 def guardpage_no_room(lib, bindir):
