@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <fcntl.h>
+#include <link.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,8 +404,54 @@ void mthd_report_end(mthd_out_t *o, uintptr_t caller, const char *where) {
 }
 
 /* What lies at an address that is no block: the mapping it is in. */
+/* An address in a file's mapping: the variable it is in, when a symbol covers it (globals and
+ * statics, from .symtab or .dynsym), else what the mapping's permissions say it holds. */
+static void describe_file_data(mthd_out_t *o, uintptr_t a, const char *path, const char *line, uintptr_t lo,
+                               uintptr_t hi) {
+  const char *perms = strchr(line, ' ');
+  bool writable = perms && perms[2] == 'w', exec = perms && perms[3] == 'x';
+  struct psym_info info;
+  mthd_sym_begin();
+  /* data: only a symbol that holds the address (code: the nearest label will do) */
+  bool named = sym && psym_lookup(sym, a, 0, &info) == 0 && info.symbol != NULL && (info.covers || exec);
+  if (named)
+    mthd_printf(o, "  the address is %zu bytes into %s '%s' of %s, not a heap block\n", (size_t)info.offset,
+                exec ? "the function" : writable ? "the global or static variable" : "the constant", info.symbol,
+                info.object);
+  else
+    mthd_printf(o, "  the address is in %s of %s, not a heap block\n",
+                exec ? "the code" : writable ? "the writable data (a global or static variable)"
+                                  : "the read-only data (a string literal or a constant)", path);
+  mthd_sym_end();
+  mthd_printf(o, "  (mapping %p-%p)\n", (void *)lo, (void *)hi);
+}
+
+/* .bss past the last file page is an anonymous mapping: find the object whose segment holds it */
+typedef struct { uintptr_t a; const char *name; } bss_query_t;
+
+static int bss_phdr(struct dl_phdr_info *info, size_t size, void *arg) {
+  bss_query_t *q = arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && ph->p_memsz > ph->p_filesz &&
+        q->a - (info->dlpi_addr + ph->p_vaddr + ph->p_filesz) < ph->p_memsz - ph->p_filesz) {
+      q->name = info->dlpi_name ? info->dlpi_name : "";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static bool bss_of(uintptr_t a, const char **name) {
+  bss_query_t q = {a, NULL};
+  dl_iterate_phdr(bss_phdr, &q);
+  *name = q.name;
+  return q.name != NULL;
+}
+
 void mthd_describe_address(mthd_out_t *o, const void *addr) {
   uintptr_t a = (uintptr_t)addr;
+  const char *obj;
   char here;
   uintptr_t sp = (uintptr_t)&here;
   if (a == 0) {
@@ -435,8 +482,13 @@ void mthd_describe_address(mthd_out_t *o, const void *addr) {
       if (a <= sp + (1u << 20) && a + (64u << 10) >= sp && sp >= lo && sp < hi)
         mthd_printf(o, "  the address is on the stack of the calling thread (%p is %zu bytes above its stack pointer)\n",
                     addr, (size_t)(a - sp));
+      else if (name && name[0] == '/')
+        describe_file_data(o, a, name, line, lo, hi);
       else if (name)
         mthd_printf(o, "  the address is in %s (mapping %p-%p)\n", name, (void *)lo, (void *)hi);
+      else if (bss_of(a, &obj))
+        mthd_printf(o, "  the address is in the zero-initialized data (a global or static variable) of %s, not a heap "
+                       "block\n  (mapping %p-%p)\n", obj[0] ? obj : "the program", (void *)lo, (void *)hi);
       else
         mthd_printf(o, "  the address is in an anonymous mapping %p-%p (another thread's stack, or memory not from malloc)\n",
                     (void *)lo, (void *)hi);

@@ -333,6 +333,7 @@ int psym_lookup(struct psym *s, uint64_t addr, int is_ret, struct psym_info *out
   if (best) {
     out->symbol = best;
     out->offset = vaddr - best_val;
+    out->covers = best_score > 1000;   /* search_syms scores sized, covering symbols above 1000 */
   }
 #ifdef HAVE_LIBDW
   if (s->flags & PSYM_LINES) lookup_line(s, f, is_ret && vaddr ? vaddr - 1 : vaddr, out);

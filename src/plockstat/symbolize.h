@@ -26,6 +26,7 @@ struct psym_info {
   const char *path;      /* the mapped file, or NULL when the address is in no file mapping */
   const char *object;    /* basename of path */
   const char *symbol;    /* NULL when no ELF symbol covers the address */
+  int covers;            /* symbol is sized and holds the address (else: the nearest label before it) */
   uint64_t offset;       /* address - symbol start (or file-relative address if no symbol) */
   uint64_t file_vaddr;   /* the address in the ELF file's own numbering */
   const char *src_file;  /* NULL unless PSYM_LINES found it */
