@@ -23,8 +23,8 @@ typedef struct {
   size_t nslots;
   uint64_t *free_bits;
   uint64_t *dirty_bits;
-  uint64_t *purge_at;         /* ms timestamp a dirty slot is due to be purged */
   uint32_t *head;
+  uint64_t *purge_at;         /* ms timestamp a dirty slot is due to be purged */
 } mth_region_t;
 
 static mth_lock_t mth_arena_lock;
@@ -39,7 +39,8 @@ MTH_INLINE void bit_clear(uint64_t *w, size_t i) { w[i >> 6] &= ~((uint64_t)1 <<
 static mth_region_t *mth_region_new(size_t size) {
   size_t nslots = size >> MTH_SEG_SHIFT;
   size_t nwords = (nslots + 63) / 64;
-  size_t bytes = sizeof(mth_region_t) + 2 * nwords * 8 + nslots * 8 + nslots * 4;
+  /* heads before due times: a small process's first slots then touch one page of this, not two */
+  size_t bytes = sizeof(mth_region_t) + 2 * nwords * 8 + ((nslots * 4 + 7) & ~(size_t)7) + nslots * 8;
   if (atomic_load(&mth_nregions) >= MTH_MAX_REGIONS) return NULL;
   uint8_t *meta = mth_meta_alloc(bytes);
   if (!meta) return NULL;
@@ -50,8 +51,8 @@ static mth_region_t *mth_region_new(size_t size) {
   r->nslots = nslots;
   r->free_bits = (uint64_t *)(r + 1);
   r->dirty_bits = r->free_bits + nwords;
-  r->purge_at = r->dirty_bits + nwords;
-  r->head = (uint32_t *)(r->purge_at + nslots);
+  r->head = (uint32_t *)(r->dirty_bits + nwords);
+  r->purge_at = (uint64_t *)(r->head + ((nslots + 1) & ~(size_t)1));
   for (size_t i = 0; i < nslots; i++) bit_set(r->free_bits, i);
   if (mth_opt.verbose)
     mth_message("reserved region of %zu MiB at %p", size >> 20, (void *)base);
