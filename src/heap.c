@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 MTH_HIDDEN uintptr_t mth_secret;
-MTH_HIDDEN uint8_t mth_segmap[MTH_SEGMAP_SLOTS];
 
 /* The empty heap is only its direct table: every path that could touch another field tests
  * for it first (heap == &mth_heap_empty).  A whole mth_heap_t here was 18.5 KiB of .data, all
