@@ -403,7 +403,6 @@ void mthd_report_end(mthd_out_t *o, uintptr_t caller, const char *where) {
   if (--report_depth == 0) atomic_store(&report_owner, 0);
 }
 
-/* What lies at an address that is no block: the mapping it is in. */
 /* An address in a file's mapping: the variable it is in, when a symbol covers it (globals and
  * statics, from .symtab or .dynsym), else what the mapping's permissions say it holds. */
 static void describe_file_data(mthd_out_t *o, uintptr_t a, const char *path, const char *line, uintptr_t lo,
@@ -449,6 +448,8 @@ static bool bss_of(uintptr_t a, const char **name) {
   return q.name != NULL;
 }
 
+/* What lies at an address that is no block: the mapping it is in, and in a file's mapping the
+ * variable or the kind of data. */
 void mthd_describe_address(mthd_out_t *o, const void *addr) {
   uintptr_t a = (uintptr_t)addr;
   const char *obj;
