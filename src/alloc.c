@@ -15,17 +15,22 @@ static mth_heap_t *mth_heap(void) {
 void *mth_malloc_slow(size_t size) {
   mth_heap_t *heap = mth_heap();
   void *p = NULL;
-  if (MTH_LIKELY(heap != NULL && size <= MTH_MAX_ALLOC)) p = mth_page_alloc_slow(heap, size);
+  if (MTH_LIKELY(heap != NULL && size <= MTH_MAX_ALLOC)) {
+    mth_heap_enter(heap);
+    p = mth_page_alloc_slow(heap, size);
+    mth_heap_leave(heap);
+  }
   if (MTH_UNLIKELY(p == NULL)) errno = ENOMEM;
   return p;
 }
 
 /* Counted in the freeing thread's heap; a thread that only frees gets one just for its counters. */
-static void mth_count_remote_free(mth_heap_t *heap, bool overflow) {
+static void mth_count_remote_free(mth_heap_t *heap, mth_inbox_result_t where) {
   if (MTH_UNLIKELY(heap == &mth_heap_empty)) heap = mth_heap_get_slow();
   if (!heap) return;
   MTH_RACY_ADD(heap->st_remote_out, 1);
-  if (overflow) MTH_RACY_ADD(heap->st_inbox_overflow, 1);
+  if (where == MTH_INBOX_OVERFLOW) MTH_RACY_ADD(heap->st_inbox_overflow, 1);
+  else if (where == MTH_INBOX_FREED_FOR) MTH_RACY_ADD(heap->st_proxy_frees, 1);
 }
 
 /* Set by libmtheap-debug.so: its report names the pointer's mapping and the caller's stack.
@@ -100,16 +105,17 @@ void mth_free_page_slow(void *p, mth_page_t *page) {
                  MTH_RACY_GET(page->block_size) != 0)) {
     mth_heap_t *owner = seg->heap, *heap = mth_tls_heap;
     if (owner == heap) {
+      mth_heap_enter(heap);
       mth_page_free_local(heap, page, (mth_block_t *)p);
       /* a thread whose big blocks cycle through its block caches (bcache.c) may take no
        * malloc slow path for long: the tick (purging, scavenging, remote frees) also runs
        * on every 16th of these frees */
       if ((++heap->slow_frees & 15) == 0) mth_heap_tick(heap);
+      mth_heap_leave(heap);
       return;
     }
     if (mth_block_offset(page, p) == 0) {
-      bool overflow = mth_inbox_push(owner, (mth_block_t *)p);
-      mth_count_remote_free(heap, overflow);
+      mth_count_remote_free(heap, mth_inbox_push(owner, (mth_block_t *)p));
       return;
     }
   }
@@ -129,7 +135,9 @@ void mth_free_slow(void *p) {
   mth_segment_t *seg = mth_segment_of(page);
   mth_heap_t *heap = mth_tls_heap;
   if (seg->heap == heap) {
+    mth_heap_enter(heap);
     mth_page_free_local(heap, page, b);
+    mth_heap_leave(heap);
     return;
   }
   /* another thread's block: into its heap's inbox (one atomic); the owner reclaims it lazily */
@@ -158,7 +166,12 @@ void *mth_calloc(size_t n, size_t size) {
     return p;
   }
   mth_heap_t *heap = mth_heap();
-  void *p = heap ? mth_page_alloc_zero(heap, total) : NULL;
+  void *p = NULL;
+  if (heap) {
+    mth_heap_enter(heap);
+    p = mth_page_alloc_zero(heap, total);
+    mth_heap_leave(heap);
+  }
   if (!p) errno = ENOMEM;
   return p;
 }
@@ -190,17 +203,26 @@ void *mth_realloc(void *p, size_t size) {
     /* A large block of this thread grows over free slices behind it or gives back its tail:
      * growth chains (vectors, string builders) then copy nothing. */
     if (page->bin == MTH_BIN_LARGE && (void *)b == p && size > MTH_CLASS_MAX &&
-        size <= MTH_LARGE_MAX && MTH_RACY_GET(page->owner) == heap &&
-        mth_span_resize(heap, page, size)) {
-      MTH_RACY_ADD(heap->st_realloc_inplace, 1);
-      return p;
+        size <= MTH_LARGE_MAX && MTH_RACY_GET(page->owner) == heap) {
+      mth_heap_enter(heap);
+      bool done = mth_span_resize(heap, page, size);
+      mth_heap_leave(heap);
+      if (done) {
+        MTH_RACY_ADD(heap->st_realloc_inplace, 1);
+        return p;
+      }
     }
     if (size <= usable && size >= usable / 2) return p;
   }
   void *q;
   if (size > usable && size > MTH_CLASS_MAX && size <= MTH_LARGE_MAX) {
     mth_heap_t *heap = mth_heap();
-    q = heap ? mth_page_alloc_growing(heap, size) : NULL;
+    q = NULL;
+    if (heap) {
+      mth_heap_enter(heap);
+      q = mth_page_alloc_growing(heap, size);
+      mth_heap_leave(heap);
+    }
     if (!q) errno = ENOMEM;
   } else if (size > usable && size <= MTH_CLASS_MAX && size - usable < usable / 4) {
     /* A block growing by less than a quarter (a string appended to, a list over-allocating
@@ -240,12 +262,20 @@ void *mth_malloc_aligned(size_t size, size_t align) {
     if (q != p) {
       mth_segment_t *seg = mth_segment_of(p);
       mth_page_t *page = mth_page_of(seg, p);   /* our own page: malloc just used it */
+      mth_heap_t *heap = mth_tls_heap;
+      mth_heap_enter(heap);
       mth_page_set_flags(page, page->flags | MTH_PAGE_ALIGNED, NULL);
+      mth_heap_leave(heap);
     }
     return q;
   }
   mth_heap_t *heap = mth_heap();
-  void *p = heap ? mth_huge_alloc(heap, size, align, false) : NULL;
+  void *p = NULL;
+  if (heap) {
+    mth_heap_enter(heap);
+    p = mth_huge_alloc(heap, size, align, false);
+    mth_heap_leave(heap);
+  }
   if (!p) errno = ENOMEM;
   return p;
 }

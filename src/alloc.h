@@ -60,7 +60,7 @@ MTH_INLINE void mth_free_fast(void *p) {
       MTH_RACY_ADD(page->used, -1);
       if (MTH_UNLIKELY(page->used == 0) && !page->retired &&
           (page->next != NULL || page->prev != NULL || page->block_size > MTH_RETAIN_MAX))
-        mth_page_retire(heap, page);
+        mth_page_emptied(heap, page);
       return;
     }
     /* our full page of a class with a block cache: one jump to the cache (bcache.c), not

@@ -46,7 +46,11 @@ static void mth_thread_exit(void *arg) {
   if (heap && heap == mth_tls_heap) mth_heap_abandon(heap);
 }
 
+/* The forking thread's own heap is held across fork: another thread freeing into it for an
+ * absent owner (inbox.c) must not be halfway through when the child's copy is made. */
 static void mth_fork_prepare(void) {
+  mth_heap_t *self = mth_tls_heap;
+  if (self != &mth_heap_empty) mth_heap_enter(self);
   mth_lock(&mth_heaps_lock);
   mth_lock(&mth_meta_lock);
   mth_arena_fork_prepare();
@@ -56,6 +60,8 @@ static void mth_fork_parent(void) {
   mth_arena_fork_parent();
   mth_unlock(&mth_meta_lock);
   mth_unlock(&mth_heaps_lock);
+  mth_heap_t *self = mth_tls_heap;
+  if (self != &mth_heap_empty) mth_heap_leave(self);
 }
 
 static void mth_fork_child(void) {
@@ -63,6 +69,7 @@ static void mth_fork_child(void) {
   mth_lock_reinit(&mth_meta_lock);
   mth_lock_reinit(&mth_heaps_lock);
   mth_heap_t *self = mth_tls_heap;
+  if (self != &mth_heap_empty) mth_heap_leave(self);
   uint64_t live = 0;
   for (mth_heap_t *h = mth_heaps_all; h; h = h->all_next) {
     if (h == self) { live++; continue; }
@@ -130,13 +137,34 @@ mth_heap_t *mth_heap_get_slow(void) {
 /* Give back what a heap holds but does not use: remote frees, kept empty pages, dirty slices
  * (all of them with force, else only those past the purge delay), the cached empty segment. */
 static void mth_heap_tidy(mth_heap_t *heap, bool force) {
+  mth_heap_enter(heap);
   mth_heap_drain_remote(heap);
   mth_heap_release_retained(heap);
   mth_segments_purge(heap, mth_clock_ms(), force);
   mth_segment_release_empty(heap);
+  mth_heap_leave(heap);
 }
 
+/* The lock is held by another thread freeing into this heap (inbox.c): a few blocks, at most
+ * a drain of the inbox.  Counted and timed like mtheap's other locks. */
+void mth_heap_enter_slow(mth_heap_t *heap) {
+  uint64_t t0 = mth_clock_ns();
+  for (int i = 0;; i++) {
+    int z = 0;
+    if (atomic_load_explicit(&heap->lock, memory_order_relaxed) == 0 &&
+        atomic_compare_exchange_weak_explicit(&heap->lock, &z, 1, memory_order_acquire,
+                                              memory_order_relaxed))
+      break;
+    if (i >= 16) sched_yield();
+  }
+  atomic_fetch_add_explicit(&mth_gstats.lock_waits, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&mth_gstats.lock_wait_ns, mth_clock_ns() - t0, memory_order_relaxed);
+}
+
+/* The state changes under the heap's lock: a thread freeing into it for its owner (inbox.c)
+ * sees LIVE for as long as it holds the lock, and nobody is inside a heap that is parked. */
 static void mth_heap_abandon(mth_heap_t *heap) {
+  mth_heap_enter(heap);
   mth_heap_tidy(heap, false);
   mth_tls_heap = &mth_heap_empty;
   pthread_setspecific(mth_heap_key, NULL);
@@ -145,6 +173,7 @@ static void mth_heap_abandon(mth_heap_t *heap) {
   heap->abandoned_next = mth_heaps_abandoned;
   mth_heaps_abandoned = heap;
   atomic_store(&mth_have_abandoned, 1);
+  mth_heap_leave(heap);   /* before the list is open: an adopter's entries start at depth 0 */
   mth_unlock(&mth_heaps_lock);
   atomic_fetch_sub_explicit(&mth_gstats.threads_live, 1, memory_order_relaxed);
 }
@@ -160,13 +189,49 @@ void mth_heaps_collect_abandoned(void) {
   mth_unlock(&mth_heaps_lock);
 }
 
+/* Live heaps whose owner is away (mth_heap_absent) get what their own tick would do, done for
+ * them: remote frees taken in (inbox.c) -- the tail of a burst into a sleeping thread's heap
+ * never fills the array that would make its freers do it -- and due purges, so memory freed
+ * into a heap whose owner never comes back still goes back to the OS. */
+static void mth_heaps_help_absent(mth_heap_t *self) {
+  if (!mth_trylock(&mth_heaps_lock)) return;
+  uint64_t now = mth_clock_ms();
+  for (mth_heap_t *h = mth_heaps_all; h; h = h->all_next) {
+    if (h == self || atomic_load_explicit(&h->state, memory_order_relaxed) != MTH_HEAP_LIVE) continue;
+    bool frees = atomic_load_explicit(&h->inbox_n, memory_order_relaxed) != 0 ||
+                 atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL;
+    uint64_t due = MTH_RACY_GET(h->purge_next_ms);
+    if (!frees && (due == 0 || due > now)) continue;
+    if (mth_heap_absent(h, now) && mth_heap_try_enter_for(h)) {
+      if (atomic_load_explicit(&h->state, memory_order_relaxed) == MTH_HEAP_LIVE) {
+        if (frees) mth_inbox_drain_absent(h);
+        if (h->purge_next_ms && now >= h->purge_next_ms) mth_segments_purge(h, now, false);
+      }
+      mth_heap_leave_for(h);
+    }
+  }
+  mth_unlock(&mth_heaps_lock);
+}
+
+/* Whether h's owner is away: no slow path (its ticks unchanged) for MTH_ABSENT_MS.  Other
+ * threads keep the snapshot; the first look at new ticks only records them. */
+bool mth_heap_absent(mth_heap_t *h, uint64_t now) {
+  uint32_t t = MTH_RACY_GET(h->ticks);
+  if (t != atomic_load_explicit(&h->help_ticks, memory_order_relaxed)) {
+    atomic_store_explicit(&h->help_ticks, t, memory_order_relaxed);
+    atomic_store_explicit(&h->help_ms, now, memory_order_relaxed);
+    return false;
+  }
+  return now - atomic_load_explicit(&h->help_ms, memory_order_relaxed) >= MTH_ABSENT_MS;
+}
+
 static void mth_heap_tick_due(mth_heap_t *heap);
 
 /* Remote frees waiting: two relaxed loads when there are none, so an empty inbox costs no
  * call into inbox.c. */
 MTH_INLINE void mth_heap_take_remote(mth_heap_t *heap) {
   if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) ||
-      atomic_load_explicit(&heap->remote, memory_order_relaxed))
+      atomic_load_explicit(&heap->remote, memory_order_relaxed) || heap->held)
     mth_heap_drain_remote(heap);
 }
 
@@ -176,7 +241,8 @@ MTH_INLINE void mth_heap_take_remote(mth_heap_t *heap) {
  * the heartbeat's tick below instead. */
 void mth_heap_tick(mth_heap_t *heap) {
   mth_heap_take_remote(heap);
-  if ((++heap->ticks & 7) != 0) return;
+  MTH_RACY_ADD(heap->ticks, 1);   /* other threads read it (mth_heap_absent) */
+  if ((heap->ticks & 7) != 0) return;
   mth_heap_tick_due(heap);
 }
 
@@ -189,7 +255,7 @@ void mth_heap_tick(mth_heap_t *heap) {
  * when it did not). */
 void mth_heap_tick_beat(mth_heap_t *heap) {
   mth_heap_take_remote(heap);
-  ++heap->ticks;
+  MTH_RACY_ADD(heap->ticks, 1);
   mth_heap_tick_due(heap);
 }
 
@@ -202,7 +268,10 @@ static void mth_heap_tick_due(mth_heap_t *heap) {
     if (heap->purge_next_ms && now >= heap->purge_next_ms) mth_segments_purge(heap, now, false);
   }
   mth_arena_purge(false);
-  if ((heap->ticks & 511) == 0) mth_heaps_collect_abandoned();
+  if ((heap->ticks & 511) == 0) {
+    mth_heaps_collect_abandoned();
+    mth_heaps_help_absent(heap);
+  }
 }
 
 void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg) {
@@ -214,6 +283,7 @@ void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg) {
 void mtheap_collect(bool force) {
   mth_heap_t *heap = mth_tls_heap;
   if (heap != &mth_heap_empty) {
+    mth_heap_enter(heap);
     mth_heap_drain_remote(heap);
     if (force) mth_heap_release_retained(heap);
     uint64_t now = mth_clock_ms();
@@ -222,6 +292,7 @@ void mtheap_collect(bool force) {
     if (!force && heap->bcache_scavenge_ms && now >= heap->bcache_scavenge_ms) mth_bcache_scavenge(heap, now);
     mth_segments_purge(heap, now, force);
     if (force) mth_segment_release_empty(heap);
+    mth_heap_leave(heap);
   }
   mth_heaps_collect_abandoned();
   mth_arena_purge(force);

@@ -22,6 +22,8 @@
  *   - a block on the overflow list holds next (word 0) and a hint (word 1, blocks are at least
  *     16 bytes): the block its freer pushed MTH_OVF_AHEAD pushes earlier, or NULL.  The hint is
  *     only ever prefetched, never dereferenced: it may name a block drained and reused since.
+ *   - the slots, inbox_read, the reset and heap->held are consumed only under the heap's lock
+ *     (mth_heap_enter): by the owner, or by a freer draining for it (below).
  *
  * Why the hint: a consumer that frees a batch while its producer sleeps (bench malloc_test,
  * 5000 blocks a batch) overflows the array, and the owner walks that list one cache miss at a
@@ -33,14 +35,21 @@
  */
 #include "internal.h"
 
-bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b) {
+static bool mth_inbox_free_for(mth_heap_t *owner, mth_block_t *b);
+
+mth_inbox_result_t mth_inbox_push(mth_heap_t *owner, mth_block_t *b) {
   uint64_t i = atomic_fetch_add_explicit(&owner->inbox_n, 1, memory_order_relaxed);
   if (MTH_LIKELY(i < MTH_INBOX_SLOTS)) {
     /* release: the owner's acquire load of the slot sees everything written to the block */
     atomic_store_explicit(&owner->inbox[i], b, memory_order_release);
-    return false;
+    return MTH_INBOX_SLOT;
   }
   mth_heap_t *me = mth_tls_heap;
+  /* every 64th overflow of this freer: is the owner away?  (a clock read, so not each one) */
+  if (me != &mth_heap_empty && (me->ovf_i & 63) == 0 && mth_inbox_free_for(owner, b)) {
+    me->ovf_i++;
+    return MTH_INBOX_FREED_FOR;
+  }
   mth_block_t *ahead = NULL;
   if (me != &mth_heap_empty) {
     if (me->ovf_owner != owner) {   /* a new destination: the old ring's blocks are not on its list */
@@ -56,32 +65,48 @@ bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b) {
   do b->next = head;
   while (!atomic_compare_exchange_weak_explicit(&owner->remote, &head, b, memory_order_release,
                                                 memory_order_relaxed));
-  return true;
+  return MTH_INBOX_OVERFLOW;
 }
 
-static void mth_inbox_drain_slots(mth_heap_t *heap) {
-  uint64_t n = atomic_load_explicit(&heap->inbox_n, memory_order_acquire);
-  if (n == 0) return;
+static uint64_t mth_drain_one_for(mth_heap_t *heap, mth_block_t *b);
+
+/* The stored slots, each block to its page: by the owner, or (for_absent) by a freer holding
+ * the lock of an absent owner (below).  Inline, so each caller gets its own loop.  Returns the
+ * blocks the latter freed into their pages. */
+MTH_INLINE uint64_t mth_inbox_take_slots(mth_heap_t *heap, bool for_absent) {
+  uint64_t n = atomic_load_explicit(&heap->inbox_n, memory_order_acquire), freed = 0;
+  if (n == 0) return 0;
   uint32_t lim = n < MTH_INBOX_SLOTS ? (uint32_t)n : MTH_INBOX_SLOTS;
   uint32_t i = heap->inbox_read;
   for (; i < lim; i++) {
     mth_block_t *b = atomic_load_explicit(&heap->inbox[i], memory_order_acquire);
     if (MTH_UNLIKELY(b == NULL)) break;   /* claimed, not stored yet */
     atomic_store_explicit(&heap->inbox[i], NULL, memory_order_relaxed);
-    mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
+    if (for_absent) freed += mth_drain_one_for(heap, b);
+    else mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
   }
   heap->inbox_read = i;
   if (i == lim && atomic_compare_exchange_strong_explicit(&heap->inbox_n, &n, 0, memory_order_acq_rel,
                                                           memory_order_relaxed))
     heap->inbox_read = 0;
+  return freed;
 }
 
 void mth_heap_drain_remote(mth_heap_t *heap) {
+  if (MTH_UNLIKELY(heap->held != NULL)) {   /* left by a drain for the owner (below) */
+    mth_block_t *b = heap->held;
+    heap->held = NULL;
+    while (b) {
+      mth_block_t *next = b->next;
+      mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
+      b = next;
+    }
+  }
   if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) == 0 &&
       atomic_load_explicit(&heap->remote, memory_order_relaxed) == NULL)
     return;
   MTH_RACY_ADD(heap->st_inbox_drains, 1);
-  mth_inbox_drain_slots(heap);
+  mth_inbox_take_slots(heap, false);
   mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
   while (b) {
     mth_block_t *next = b->next;
@@ -89,6 +114,85 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
     mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
     b = next;
   }
+}
+
+/* ---- frees for an absent owner ----
+ *
+ * Why: a thread that allocated and then stopped calling malloc -- a main thread that built the
+ * data and waits in pthread_join, a loader that sleeps -- never drains its inbox, so what other
+ * threads free of its blocks stays in its pages, and they allocate fresh memory instead: `bench
+ * larson` (the main thread fills the arrays the workers replace) peaked at 14.2 MiB at two
+ * threads against glibc's 13.3, and at 10.5 when the arrays were filled by a thread that
+ * exited (its heap parked, drained by the others' ticks).
+ *
+ * How: a freer that finds the owner's array full -- MTH_INBOX_SLOTS frees since the owner last
+ * drained -- tries the owner's lock once.  Holding it, it frees the block into its page itself
+ * when the owner's fast paths cannot be touching that page: a full page of a class without a
+ * block cache, or a large span (mth_page_free_for); a page that empties goes back to its
+ * segment, and an emptied segment to the arena, where any thread reuses it.  It also drains the
+ * owner's backlog the same way, moving the blocks of other pages to heap->held for the owner's
+ * own drain.  A busy owner holds its lock on every slow path and drains at each, so this rarely
+ * finds the array full and the lock free at once; when it does, the work is the owner's own,
+ * done by another thread.  Its cost: one CAS on the owner's lock per freed block, against one
+ * on the overflow list. */
+MTH_INLINE bool mth_free_for_ok(const mth_page_t *page, uint32_t flags) {
+  return (flags == MTH_PAGE_FULL && MTH_RACY_GET(page->bin) < MTH_BCACHE_BIN0) ||
+         (flags == 0 && MTH_RACY_GET(page->bin) == MTH_BIN_LARGE);
+}
+
+/* One block of the owner's inbox, by a freer holding its lock: into its page, or kept for
+ * the owner (a page its fast paths use, or a block free already, which the owner reports). */
+static uint64_t mth_drain_one_for(mth_heap_t *heap, mth_block_t *b) {
+  mth_page_t *page = mth_page_of(mth_segment_of(b), b);
+  if (mth_free_for_ok(page, mth_page_flags(page)) && mth_page_free_for(heap, page, b)) return 1;
+  b->next = heap->held;
+  heap->held = b;
+  return 0;
+}
+
+/* Returns the blocks freed into their pages. */
+static uint64_t mth_inbox_drain_for(mth_heap_t *heap) {
+  uint64_t freed = mth_inbox_take_slots(heap, true);
+  mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
+  while (b) {
+    mth_block_t *next = b->next;
+    freed += mth_drain_one_for(heap, b);
+    b = next;
+  }
+  return freed;
+}
+
+/* b's page is the owner's, eligible, and the owner is away: b and the backlog into their pages.
+ * The count goes to the freeing thread's heap (it exists: it is freeing a remote block). */
+static bool mth_inbox_free_for(mth_heap_t *owner, mth_block_t *b) {
+  mth_segment_t *seg = mth_segment_of(b);
+  mth_page_t *page = mth_page_of(seg, b);
+  if (!mth_free_for_ok(page, mth_page_flags(page)) ||
+      atomic_load_explicit(&owner->state, memory_order_relaxed) != MTH_HEAP_LIVE ||
+      !mth_heap_absent(owner, mth_clock_ms()) || !mth_heap_try_enter_for(owner))
+    return false;
+  /* again under the lock: the owner may have drained and refilled the page, or exited */
+  bool freed = false, twice = false;
+  if (atomic_load_explicit(&owner->state, memory_order_relaxed) == MTH_HEAP_LIVE &&
+      seg->heap == owner && mth_free_for_ok(page, mth_page_flags(page))) {
+    freed = mth_page_free_for(owner, page, b);
+    twice = !freed;
+    if (freed) {
+      uint64_t n = 1 + mth_inbox_drain_for(owner);
+      mth_heap_t *me = mth_tls_heap;
+      if (me != &mth_heap_empty) MTH_RACY_ADD(me->st_proxy_frees, n - 1);
+    }
+  }
+  mth_heap_leave_for(owner);
+  if (twice) mth_free_twice(b);
+  return freed || twice;
+}
+
+/* From another thread's tick, holding the lock of a heap whose owner is away (heap.c). */
+void mth_inbox_drain_absent(mth_heap_t *heap) {
+  uint64_t n = mth_inbox_drain_for(heap);
+  mth_heap_t *me = mth_tls_heap;
+  if (me != &mth_heap_empty) MTH_RACY_ADD(me->st_proxy_frees, n);
 }
 
 /* In a fork child only this thread exists: a slot a vanished thread had claimed will never be

@@ -25,7 +25,13 @@
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
- *     inbox's overflow list), a heap's block cache (heap->bcache[], bcache.c), or none (live).
+ *     inbox's overflow list), heap->held (remote frees a drain for an absent owner left to it,
+ *     inbox.c), a heap's block cache (heap->bcache[], bcache.c), or none (live).
+ *   - a page with MTH_PAGE_FULL set (of a class without a block cache) is touched only under
+ *     its heap's lock (mth_heap_enter), by its owner's slow paths or by a thread freeing into it
+ *     for an absent owner (inbox.c); the owner's fast paths never reach it.  A large span is
+ *     its one block's: the owner's free fast path touches it only to free that block, which no
+ *     other thread is freeing at the same time (that would be a double free).
  *   - 0 < page->credit <= MTH_HEARTBEAT (a block cache's: MTH_BCACHE_BEAT); beat - credit
  *     mallocs of the page are not yet counted in heap->st_mallocs.
  */
@@ -111,6 +117,7 @@
  * (ruby's hashes: docs/PERFORMANCE.md) needs that memory elsewhere soon, while a loop of huge
  * mallocs and frees (bench `large`, `mmap-lock`) reuses a slot within microseconds. */
 #define MTH_HUGE_KEEP_MS 100
+#define MTH_ABSENT_MS 10                     /* an owner with no slow path this long is away (heap.c) */
 #define MTH_LCACHE_MAX 1                     /* freed large spans a heap keeps for reuse (page.c), */
 #define MTH_LCACHE_SLICES ((1u << 20) >> MTH_SLICE_SHIFT)   /* ... holding at most 1 MiB */
 #define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
@@ -245,6 +252,10 @@ struct mth_heap_s {
   mth_segment_t *segs_avail, *segs_full;
   uint32_t empty_segs;        /* span segments with only the header in use (cache of one) */
   uint32_t ticks;             /* slow-path events; every so often, look at the clock */
+  /* The heap's lock (mth_heap_enter): 1 while the owner is on a slow path or another thread
+   * frees into the heap for it (inbox.c); lock_depth counts the owner's nested entries. */
+  _Atomic int lock;
+  uint32_t lock_depth;
   /* Empty pages kept in their bin queues for reuse (FIFO; see page.c): a program that frees a
    * batch of blocks and allocates the next one reuses the pages instead of cycling them through
    * the segment.  Bounded: MTH_RETIRED_MAX pages of MTH_RETIRED_SLICES slices in all, each
@@ -266,12 +277,14 @@ struct mth_heap_s {
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
   uint64_t st_inbox_overflow, st_inbox_drains, st_span_ops, st_segment_ops;
+  uint64_t st_proxy_frees;    /* remote frees this thread made into an absent owner's pages */
   /* bookkeeping */
   mth_heap_t *all_next;       /* every heap ever made: they are recycled, never freed */
   mth_heap_t *abandoned_next;
   int tid;
   _Atomic int state;          /* MTH_HEAP_LIVE / MTH_HEAP_ABANDONED */
   uint32_t inbox_read;        /* owner's cursor into inbox[] (inbox.c) */
+  mth_block_t *held;          /* remote frees a drain for the owner left to it (inbox.c) */
   /* this heap's thread as a freer: its last MTH_OVF_AHEAD blocks pushed on the overflow list
    * of ovf_owner, each newly pushed block pointing at the one this many pushes back (inbox.c) */
   uint32_t ovf_i;
@@ -280,6 +293,8 @@ struct mth_heap_s {
   /* written by other threads: keep off the owner's lines (inbox.c) */
   _Alignas(MTH_CACHE_LINE) _Atomic uint64_t inbox_n;   /* slots claimed since the last reset */
   _Atomic(mth_block_t *) remote;                      /* overflow list: inbox[] was full */
+  _Atomic uint32_t help_ticks;  /* the owner's ticks when another thread first saw them, */
+  _Atomic uint64_t help_ms;     /* ... and when (mth_heap_absent) */
   /* Block caches (bcache.c): per class above MTH_RETAIN_MAX, blocks freed into full pages, as
    * the free list of a descriptor no segment holds, which direct[] names while the class has
    * no page with room.  All zeros (a cache that takes nothing) until the class's first free
@@ -426,6 +441,7 @@ MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page) {
 }
 MTH_HIDDEN mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t nslices, size_t room, bool *is_zero);
 MTH_HIDDEN void mth_span_free(mth_heap_t *heap, mth_page_t *page);
+MTH_HIDDEN void mth_span_free_now(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t size);
 /* A large block's usable size: the request rounded up to an OS page, not the span's 32 KiB
  * slices.  realloc copies the usable bytes (the program may have written them all), so
@@ -463,6 +479,8 @@ MTH_HIDDEN void *mth_page_alloc_growing(mth_heap_t *heap, size_t size);   /* MTH
 MTH_HIDDEN void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_pages_init(void);
 MTH_HIDDEN void mth_page_retire(mth_heap_t *heap, mth_page_t *page);
+MTH_HIDDEN void mth_page_emptied(mth_heap_t *heap, mth_page_t *page);   /* free's fast path */
+MTH_HIDDEN bool mth_page_free_for(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t block_size);
 MTH_HIDDEN void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void *mth_malloc_heartbeat(mth_page_t *page, mth_block_t *b);
@@ -515,6 +533,37 @@ MTH_INLINE bool mth_bcache_put(mth_page_t *c, mth_block_t *b) {
 MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);
 
 /* ---- heaps (heap.c) ---- */
+
+/* The heap's lock.  The owner holds it on every slow path; another thread holds it while it
+ * frees blocks into the heap's full pages and large spans because the owner has left its inbox
+ * undrained (inbox.c: a thread that allocated and went to sleep).  The owner's fast paths take
+ * no lock: they touch only pages with room (the ones in its queues and direct[]) and, to free,
+ * pages whose owner field names the heap; what the other thread touches -- full pages, large
+ * spans, segments, the heap's statistics -- only slow paths touch.  The owner's entries nest
+ * (lock_depth), so a slow path may call another; the other thread only ever tries (one CAS)
+ * and goes to the inbox when the lock is taken. */
+MTH_HIDDEN void mth_heap_enter_slow(mth_heap_t *heap);
+MTH_INLINE void mth_heap_enter(mth_heap_t *heap) {
+  if (heap->lock_depth++ != 0) return;
+  int z = 0;
+  if (MTH_LIKELY(atomic_compare_exchange_strong_explicit(&heap->lock, &z, 1, memory_order_acquire,
+                                                         memory_order_relaxed)))
+    return;
+  mth_heap_enter_slow(heap);
+}
+MTH_INLINE void mth_heap_leave(mth_heap_t *heap) {
+  if (--heap->lock_depth == 0) atomic_store_explicit(&heap->lock, 0, memory_order_release);
+}
+/* Another thread's attempt: never waits, never nests. */
+MTH_INLINE bool mth_heap_try_enter_for(mth_heap_t *heap) {
+  int z = 0;
+  return atomic_load_explicit(&heap->lock, memory_order_relaxed) == 0 &&
+         atomic_compare_exchange_strong_explicit(&heap->lock, &z, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+MTH_INLINE void mth_heap_leave_for(mth_heap_t *heap) {
+  atomic_store_explicit(&heap->lock, 0, memory_order_release);
+}
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
 MTH_HIDDEN void mth_heap_tick_beat(mth_heap_t *heap);
@@ -523,9 +572,14 @@ MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);
 MTH_HIDDEN void mth_heaps_collect_abandoned(void);
 
 /* ---- remote frees (inbox.c) ---- */
-MTH_HIDDEN bool mth_inbox_push(mth_heap_t *owner, mth_block_t *b);  /* true: overflow list */
+/* Where mth_inbox_push put a block: a slot, the overflow list, or its page (an absent owner's
+ * full page or large span, freed for it: inbox.c). */
+typedef enum { MTH_INBOX_SLOT, MTH_INBOX_OVERFLOW, MTH_INBOX_FREED_FOR } mth_inbox_result_t;
+MTH_HIDDEN mth_inbox_result_t mth_inbox_push(mth_heap_t *owner, mth_block_t *b);
 MTH_HIDDEN void mth_heap_drain_remote(mth_heap_t *heap);
 MTH_HIDDEN void mth_inbox_fork_child(mth_heap_t *heap);
+MTH_HIDDEN void mth_inbox_drain_absent(mth_heap_t *heap);
+MTH_HIDDEN bool mth_heap_absent(mth_heap_t *h, uint64_t now);   /* heap.c */
 
 /* ---- frees (alloc.c) ---- */
 MTH_HIDDEN void mth_free_slow(void *p);

@@ -122,6 +122,7 @@ void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page) {
  * the heap's tick runs now (remote frees, purging), as it would on a slow path. */
 void *mth_malloc_heartbeat(mth_page_t *page, mth_block_t *b) {
   mth_heap_t *heap = mth_tls_heap;
+  mth_heap_enter(heap);
   if (page->flags & MTH_PAGE_META) {   /* a block cache's, every MTH_BCACHE_BEAT pops */
     mth_bcache_beat(heap, page);
     mth_heap_tick(heap);
@@ -129,6 +130,7 @@ void *mth_malloc_heartbeat(mth_page_t *page, mth_block_t *b) {
     mth_page_flush_stats(heap, page);
     mth_heap_tick_beat(heap);
   }
+  mth_heap_leave(heap);
   return b;
 }
 
@@ -482,6 +484,36 @@ void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   /* a page of aligned blocks sends every free to the slow path: better formatted anew */
   if (page->flags & MTH_PAGE_ALIGNED) mth_page_release(heap, page);
   else mth_retired_push(heap, page);
+}
+
+/* The owner's free fast path emptied a page of its queues (or a large span). */
+void mth_page_emptied(mth_heap_t *heap, mth_page_t *page) {
+  mth_heap_enter(heap);
+  mth_page_retire(heap, page);
+  mth_heap_leave(heap);
+}
+
+/* Another thread frees b into the heap's page for the heap's owner (inbox.c), holding the
+ * heap's lock: a full page of a class without a block cache, or a large span.  Neither is in
+ * a queue nor named by direct[], so the owner's fast paths do not touch them (a large span's
+ * only to free its one block, which is the block being freed here), and what changes here --
+ * the page's list and count, and, when it empties, its span, segment and statistics -- only
+ * the owner's slow paths touch, under the same lock.  A full page that gets blocks back
+ * stays marked full (the owner's next free or drain into it puts it back in its queue); an
+ * empty one goes back to its segment at once, not into the retired ring, which would keep it
+ * for an owner that is not there, and back to the OS too, as no other heap can use it.  False
+ * when b is free already. */
+bool mth_page_free_for(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
+  if (b == page->free || page->used == 0) return false;
+  b->next = page->free;
+  page->free = b;
+  MTH_RACY_ADD(page->used, -1);
+  if (page->used == 0) {
+    if (page->retired) mth_retired_forget(heap, page);   /* listed, then refilled */
+    mth_page_flush_stats(heap, page);
+    mth_span_free_now(heap, page);
+  }
+  return true;
 }
 
 /* b back on its own page's list: the page may leave the full state, or empty. */

@@ -275,7 +275,7 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
   } else if (mth_opt.purge_delay_ms > 0 && seg->purge_at_ms == 0) {
     seg->purge_at_ms = mth_clock_ms() + (uint64_t)mth_opt.purge_delay_ms;
     if (heap->purge_next_ms == 0 || seg->purge_at_ms < heap->purge_next_ms)
-      heap->purge_next_ms = seg->purge_at_ms;
+      MTH_RACY_SET(heap->purge_next_ms, seg->purge_at_ms);   /* read by mth_heaps_help_absent */
   }
   return true;
 }
@@ -284,6 +284,21 @@ void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
   page->free = NULL;
   MTH_RACY_SET(page->used, 0);
   mth_slices_release(heap, mth_segment_of(page), mth_page_index(page), page->slice_count);
+}
+
+/* The same for a heap whose owner is away (inbox.c): its free slices serve no other heap, so
+ * they go back to the OS now rather than after the purge delay.  A segment that emptied went to
+ * the arena instead, where any heap takes it. */
+void mth_span_free_now(mth_heap_t *heap, mth_page_t *page) {
+  mth_segment_t *seg = mth_segment_of(page);
+  size_t idx = mth_page_index(page), n = page->slice_count;
+  page->free = NULL;
+  MTH_RACY_SET(page->used, 0);
+  if (!mth_slices_release(heap, seg, idx, n) || mth_opt.purge_delay_ms < 0) return;
+  uint64_t bits = mth_run_bits(idx, n);
+  if ((seg->dirty_mask & bits) == 0) return;   /* purged already (delay 0) */
+  mth_os_purge((uint8_t *)seg + (idx << MTH_SLICE_SHIFT), n << MTH_SLICE_SHIFT);
+  seg->dirty_mask &= ~bits;
 }
 
 /* realloc of a large block by its owner to size bytes: shrink the span by giving back its tail,
@@ -311,7 +326,7 @@ void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force) {
     if (force || seg->purge_at_ms <= now) mth_segment_purge_dirty(seg);
     else if (next == 0 || seg->purge_at_ms < next) next = seg->purge_at_ms;
   }
-  heap->purge_next_ms = next;
+  MTH_RACY_SET(heap->purge_next_ms, next);
 }
 
 /* Thread exit or mtheap_collect: the cached empty segment goes back to the arena. */

@@ -15,6 +15,7 @@ typedef struct {
   uint64_t live[MTH_BINS];
   uint64_t pending[MTH_BINS];
   uint64_t live_blocks;
+  uint64_t frees_for;         /* remote frees made into an absent owner's pages (inbox.c) */
 } mth_stats_acc_t;
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -53,6 +54,7 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
   acc->st->inbox_drains += LOAD(h->st_inbox_drains);
   acc->st->span_ops += LOAD(h->st_span_ops);
   acc->st->segment_ops += LOAD(h->st_segment_ops);
+  acc->frees_for += LOAD(h->st_proxy_frees);
   /* blocks in a class's cache (bcache.c) are free, though their pages count them as used; the
    * cache's pending mallocs are counted as a page's */
   for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
@@ -69,13 +71,19 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
 }
 
 static size_t mth_peak_in_use;
+/* Not in struct mtheap_stats (its size is the ABI): the report prints it from here. */
+static uint64_t mth_stats_frees_for;
 
 MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   mth_stats_acc_t acc;
   /* Frees still in flight (our inbox, the inboxes of exited threads' heaps) are settled first,
    * so a quiescent program gets exact counts. */
   mth_heap_t *self = mth_tls_heap;
-  if (self != &mth_heap_empty) mth_heap_drain_remote(self);
+  if (self != &mth_heap_empty) {
+    mth_heap_enter(self);
+    mth_heap_drain_remote(self);
+    mth_heap_leave(self);
+  }
   mth_heaps_collect_abandoned();
   memset(out, 0, sizeof *out);
   memset(&acc, 0, sizeof acc);
@@ -114,8 +122,10 @@ MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   out->lock_acquires = atomic_load(&mth_gstats.lock_acquires);
   out->lock_waits = atomic_load(&mth_gstats.lock_waits);
   out->lock_wait_ns = atomic_load(&mth_gstats.lock_wait_ns);
+  /* a free for an absent owner is one more CAS, on the owner's lock */
   out->shared_rmw = out->remote_frees + out->inbox_overflows + 2 * out->inbox_drains + out->span_ops +
-                    3 * out->lock_acquires;
+                    3 * out->lock_acquires + acc.frees_for;
+  __atomic_store_n(&mth_stats_frees_for, acc.frees_for, __ATOMIC_RELAXED);
 }
 
 /* Sizes as people read them: 1023 B, 12.3 KiB, 4.0 MiB. */
@@ -171,10 +181,11 @@ MTHEAP_API void mtheap_stats_print(FILE *f) {
           (unsigned long long)st.lock_acquires, (unsigned long long)st.lock_waits, (double)st.lock_wait_ns / 1000.0);
   uint64_t ops = st.mallocs + st.frees;
   mth_out(fd, "  shared     %llu atomic RMWs (%.2f per 1000 mallocs+frees): remote frees %llu, inbox overflows %llu,\n"
-              "             drains %llu, span ops %llu, segment ops %llu\n",
+              "             drains %llu, span ops %llu, segment ops %llu, freed for absent owners %llu\n",
           (unsigned long long)st.shared_rmw, ops ? 1000.0 * (double)st.shared_rmw / (double)ops : 0.0,
           (unsigned long long)st.remote_frees, (unsigned long long)st.inbox_overflows,
-          (unsigned long long)st.inbox_drains, (unsigned long long)st.span_ops, (unsigned long long)st.segment_ops);
+          (unsigned long long)st.inbox_drains, (unsigned long long)st.span_ops, (unsigned long long)st.segment_ops,
+          (unsigned long long)__atomic_load_n(&mth_stats_frees_for, __ATOMIC_RELAXED));
   mth_out(fd, "  %10s %14s %14s %12s %8s\n", "block size", "mallocs", "frees", "live", "pages");
   for (size_t i = 0; i < MTHEAP_NUM_CLASSES; i++) {
     const struct mtheap_class_stats *cl = &st.classes[i];

@@ -21,6 +21,12 @@
  *            one block on the fast path, still takes those frees in (every MTH_HEARTBEAT
  *            mallocs from a page one runs the tick): a third thread's statistics, which
  *            count a remote free once its owner has reclaimed it, see them before the end
+ *   absent   a thread that allocated 40 pages of blocks and then waits (pthread_join) while
+ *            another frees them all, half, a pause of 30 ms, half: the freer, finding the owner's
+ *            inbox full and the owner away, frees into its full pages itself and their spans go
+ *            back before the owner runs; after
+ *            other threads' slow paths for a while the rest of the inbox is taken in for it too,
+ *            and the owner's next slow path takes in the blocks of its last page
  *   lifo     a freed block of a big class (above 8 KiB) whose page was full is the class's next
  *            malloc, though another page of the class has free blocks: the block just freed
  *            is the one in cache (its page goes to the front of the class's queue)
@@ -236,7 +242,9 @@ static void case_aligned(void) {
   for (int i = 0; i < 64; i++) T_FREE(keep[i].p);
 }
 
-#define HB_BLOCKS 3000
+/* Fewer than the inbox's 1024 slots: more would overflow them, and the freeing thread would
+ * free the rest into the sleeping owner's full pages itself (src/inbox.c, case_absent). */
+#define HB_BLOCKS 1000
 #define HB_SIZE 48
 static void *hb_blocks[HB_BLOCKS];
 
@@ -282,6 +290,89 @@ static void case_heartbeat(void) {
   uint64_t after = hb_live_seen_by_other();
   TCHECKF(after == 0, "%" PRIu64 " of %d remotely freed blocks still not taken in after %d fast-path mallocs",
           after, HB_BLOCKS, 2 * MTH_HEARTBEAT + 10);
+}
+
+/* Blocks of one class the owner allocated and then stopped calling malloc (it waits in
+ * pthread_join): another thread frees them all.  AB_PAGES pages of AB_SIZE blocks, filled
+ * exactly, so every page but the last is marked full. */
+#define AB_SIZE 48
+#define AB_PER_PAGE (32768 / AB_SIZE)
+#define AB_PAGES 40
+#define AB_BLOCKS (AB_PAGES * AB_PER_PAGE)
+static void *ab_blocks[AB_BLOCKS];
+
+/* Half, a pause longer than MTH_ABSENT_MS (10 ms: the owner took no slow path meanwhile, so
+ * it is away), the other half. */
+static void *ab_free_all(void *arg) {
+  for (int i = 0; i < AB_BLOCKS / 2; i++) T_FREE(ab_blocks[i]);
+  usleep(30 * 1000);
+  for (int i = AB_BLOCKS / 2; i < AB_BLOCKS; i++) T_FREE(ab_blocks[i]);
+  return arg;
+}
+
+static void *ab_stats(void *out) {
+  th_stats((struct mtheap_stats *)out);
+  return NULL;
+}
+
+static uint64_t ab_live(const struct mtheap_stats *st) {
+  for (int i = 0; i < MTHEAP_NUM_CLASSES; i++)
+    if (st->classes[i].block_size == AB_SIZE) return st->classes[i].mallocs - st->classes[i].frees;
+  return UINT64_MAX;
+}
+
+static void ab_stats_seen_by_other(struct mtheap_stats *st) {
+  pthread_t t;
+  th_thread(&t, ab_stats, st);
+  th_join(t);
+}
+
+/* Slow paths for a while (a class's page filled and emptied over and over), so this thread's
+ * ticks look at the other heaps (src/heap.c: mth_heaps_help_absent). */
+static void *ab_busy(void *arg) {
+  uint64_t t0 = th_now_ms();
+  static _Thread_local void *v[600];
+  while (th_now_ms() - t0 < 300) {
+    for (int i = 0; i < 600; i++) TCHECK((v[i] = T_MALLOC(1000 + (size_t)(i % 7) * 16)) != NULL);
+    for (int i = 0; i < 600; i++) T_FREE(v[i]);
+  }
+  return arg;
+}
+
+static void case_absent(void) {
+  for (int i = 0; i < AB_BLOCKS; i++) TCHECK((ab_blocks[i] = T_MALLOC(AB_SIZE)) != NULL);
+  struct mtheap_stats st0, st1, st2, st3;
+  ab_stats_seen_by_other(&st0);
+  TCHECKF(ab_live(&st0) == AB_BLOCKS, "%" PRIu64 " live blocks of %d bytes, expected %d", ab_live(&st0),
+          AB_SIZE, AB_BLOCKS);
+  pthread_t t;
+  th_thread(&t, ab_free_all, NULL);
+  th_join(t);
+  /* after the pause the freer, overflowing the owner's 1024 slots, freed into its full pages
+   * itself, the backlog too: what is left is the last page (not marked full: its owner took no
+   * slow path since it filled) and at most the slots' worth freed last */
+  ab_stats_seen_by_other(&st1);
+  uint64_t live1 = ab_live(&st1);
+  TCHECKF(live1 <= AB_PER_PAGE + 1024,
+          "%" PRIu64 " of %d blocks freed by another thread still live while their owner sleeps "
+          "(expected at most %d: its last page and one inbox)", live1, AB_BLOCKS, AB_PER_PAGE + 1024);
+  TCHECKF(st0.pages_in_use - st1.pages_in_use >= (size_t)(AB_PAGES - 4) * 32768,
+          "pages in use %zu -> %zu bytes: the emptied pages did not go back while their owner sleeps",
+          st0.pages_in_use, st1.pages_in_use);
+  /* another thread's slow paths, 300 ms: the owner is absent (no slow path for 10 ms), its
+   * inbox's tail is taken in for it and only the last page's blocks wait for it */
+  th_thread(&t, ab_busy, NULL);
+  th_join(t);
+  ab_stats_seen_by_other(&st2);
+  uint64_t live2 = ab_live(&st2);
+  TCHECKF(live2 <= AB_PER_PAGE, "%" PRIu64 " blocks still live after another thread's ticks "
+          "(expected at most the owner's last page, %d)", live2, AB_PER_PAGE);
+  /* the owner's next slow path takes the rest in */
+  void *big = T_MALLOC(200000);
+  TCHECK(big != NULL);
+  T_FREE(big);
+  ab_stats_seen_by_other(&st3);
+  TCHECKF(ab_live(&st3) == 0, "%" PRIu64 " blocks live after the owner ran", ab_live(&st3));
 }
 
 static size_t resident_range(const void *p, size_t len) {
@@ -809,6 +900,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "collect")) case_collect();
   else if (!strcmp(c, "aligned")) case_aligned();
   else if (!strcmp(c, "heartbeat")) case_heartbeat();
+  else if (!strcmp(c, "absent")) case_absent();
   else if (!strcmp(c, "lifo")) case_lifo();
   else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "footprint")) case_footprint();
