@@ -121,20 +121,22 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
  * Why: a thread that allocated and then stopped calling malloc -- a main thread that built the
  * data and waits in pthread_join, a loader that sleeps -- never drains its inbox, so what other
  * threads free of its blocks stays in its pages, and they allocate fresh memory instead: `bench
- * larson` (the main thread fills the arrays the workers replace) peaked at 14.2 MiB at two
- * threads against glibc's 13.3, and at 10.5 when the arrays were filled by a thread that
+ * larson -n 5000` (the main thread fills the arrays the workers replace) peaked at 14.2 MiB at
+ * two threads against glibc's 13.3, and at 10.5 when the arrays were filled by a thread that
  * exited (its heap parked, drained by the others' ticks).
  *
  * How: a freer that finds the owner's array full -- MTH_INBOX_SLOTS frees since the owner last
- * drained -- tries the owner's lock once.  Holding it, it frees the block into its page itself
- * when the owner's fast paths cannot be touching that page: a full page of a class without a
- * block cache, or a large span (mth_page_free_for); a page that empties goes back to its
- * segment, and an emptied segment to the arena, where any thread reuses it.  It also drains the
- * owner's backlog the same way, moving the blocks of other pages to heap->held for the owner's
- * own drain.  A busy owner holds its lock on every slow path and drains at each, so this rarely
- * finds the array full and the lock free at once; when it does, the work is the owner's own,
- * done by another thread.  Its cost: one CAS on the owner's lock per freed block, against one
- * on the overflow list. */
+ * drained -- asks, at every 64th such free, whether the owner is away: no slow path for
+ * MTH_ABSENT_MS (mth_heap_absent).  If so it tries the owner's lock once and, holding it, frees
+ * the block into its page itself where the owner's fast paths cannot be touching that page: a
+ * full page of a class without a block cache, or a large span (mth_page_free_for).  A page that
+ * empties goes back to its segment and its memory to the OS, an emptied segment to the arena,
+ * where any thread reuses it.  The owner's backlog (slots and overflow list) goes the same way,
+ * the blocks of its other pages to heap->held for its own drain.  Other threads' ticks do this
+ * for the tail that never fills the array (heap.c, mth_heaps_help_absent).  An owner that is only
+ * descheduled is left alone: its emptied pages would be purged and faulted in again (`xmalloc`
+ * producers, 1.12-1.14x the peak RSS when every overflow asked).  The cost to a freer: a clock
+ * read per 64 overflows, and per batch one CAS on the owner's lock. */
 MTH_INLINE bool mth_free_for_ok(const mth_page_t *page, uint32_t flags) {
   return (flags == MTH_PAGE_FULL && MTH_RACY_GET(page->bin) < MTH_BCACHE_BIN0) ||
          (flags == 0 && MTH_RACY_GET(page->bin) == MTH_BIN_LARGE);
