@@ -21,6 +21,11 @@
  *              exits; a new thread adopts the parked heap while the frees go on.  Every block
  *              is checked before its free and no block comes back while another holds it
  *
+ *   absent     an owner that allocates a burst (some large blocks), sleeps 15-45 ms and comes
+ *              back to churn its own blocks, round after round, while three threads free the
+ *              bursts (src/inbox.c: they free into its pages for it while it is away) and a
+ *              fourth takes slow paths (its ticks drain the absent owner's inbox tail)
+ *
  * The source compiles against the prefixed API (TEST_PREFIXED: mtheap_api and its TSan/UBSan
  * builds) or plain malloc (linked with, or preloaded with, libmtheap.so).
  */
@@ -547,6 +552,141 @@ static void case_inbox(void) {
           "%" PRIu64 " mallocs but %" PRIu64 " frees counted", s1.mallocs - s0.mallocs, s1.frees - s0.frees);
 }
 
+/* ---- absent: an owner that sleeps between its bursts while others free its blocks */
+#define AB_FREERS 3
+#define AB_SLICE 512
+#define AB_PER_ROUND 12288
+static struct {
+  void **blocks;
+  size_t *sizes;
+  uint64_t n;
+  _Atomic uint64_t next, published, freed;
+  _Atomic int done;
+} ab;
+
+static void *ab_freer(void *arg) {
+  (void)arg;
+  for (;;) {
+    uint64_t k = atomic_fetch_add(&ab.next, AB_SLICE);
+    if (k >= ab.n) return NULL;
+    uint64_t end = k + AB_SLICE < ab.n ? k + AB_SLICE : ab.n;
+    while (atomic_load_explicit(&ab.published, memory_order_acquire) < end) sched_yield();
+    for (uint64_t i = k; i < end; i++) {
+      th_verify_seed(ab.blocks[i], ab.sizes[i], ab.sizes[i], i);
+      T_FREE(ab.blocks[i]);
+    }
+    atomic_fetch_add(&ab.freed, end - k);
+  }
+}
+
+/* Each round: a burst of blocks for the freers (some large), a sleep with no slow path -- the
+ * freers find its inbox full and it away, and free into its pages for it -- then it comes back
+ * and churns blocks of its own, full pages and large spans among them.  Odd rounds sleep until
+ * the freers are done with the burst and 60 ms at least (so the slower builds, TSan's, meet an
+ * absent owner too, and the fourth thread's ticks see its inbox tail),
+ * even ones 15-45 ms, and it comes back while they may still be at it. */
+static void *ab_owner(void *arg) {
+  uint64_t rounds = *(uint64_t *)arg;
+  th_rng_t r = th_rng(rounds);
+  void *mine[256] = {0};
+  size_t mine_n[256] = {0};
+  for (uint64_t round = 0; round < rounds; round++) {
+    uint64_t lo = round * AB_PER_ROUND, hi = lo + AB_PER_ROUND;
+    for (uint64_t i = lo; i < hi; i++) {
+      ab.sizes[i] = 8 + th_below(&r, i % 211 == 0 ? 300000 : 600);
+      ab.blocks[i] = T_MALLOC(ab.sizes[i]);
+      TCHECK(ab.blocks[i] != NULL);
+      th_fill_seed(ab.blocks[i], ab.sizes[i], i);
+      if ((i & (AB_SLICE - 1)) == AB_SLICE - 1) atomic_store_explicit(&ab.published, i + 1, memory_order_release);
+    }
+    atomic_store_explicit(&ab.published, hi, memory_order_release);
+    if (round & 1) {
+      uint64_t t0 = th_now_ms();
+      while (atomic_load(&ab.freed) < hi || th_now_ms() - t0 < 60) th_sleep_ms(1);
+    } else {
+      th_sleep_ms(15 + (int)th_below(&r, 30));
+    }
+    for (int k = 0; k < 3000; k++) {
+      size_t j = th_below(&r, 256);
+      if (mine[j]) {
+        th_verify(mine[j], mine_n[j]);
+        T_FREE(mine[j]);
+      }
+      mine_n[j] = 16 + th_below(&r, k % 61 == 0 ? 200000 : 3000);
+      mine[j] = T_MALLOC(mine_n[j]);
+      TCHECK(mine[j] != NULL);
+      th_fill(mine[j], mine_n[j]);
+    }
+  }
+  for (int j = 0; j < 256; j++) {
+    if (!mine[j]) continue;
+    th_verify(mine[j], mine_n[j]);
+    T_FREE(mine[j]);
+  }
+  return NULL;
+}
+
+/* Slow paths of its own the whole time (a large block's malloc is one, every time): its ticks
+ * take in the absent owner's inbox tail. */
+static void *ab_ticker(void *arg) {
+  (void)arg;
+  while (!atomic_load(&ab.done)) {
+    size_t n = 150000 + (size_t)(atomic_load(&ab.next) % 7) * 4096;
+    char *p = T_MALLOC(n);
+    TCHECK(p != NULL);
+    p[0] = 1;
+    p[n - 1] = 2;
+    TCHECK(p[0] == 1 && p[n - 1] == 2);
+    T_FREE(p);
+  }
+  return NULL;
+}
+
+/* "freed for absent owners N" of the statistics report (the count is not in struct
+ * mtheap_stats, whose size is the ABI). */
+static uint64_t ab_freed_for(void) {
+  FILE *f = tmpfile();
+  TCHECK(f != NULL);
+  mtheap_stats_print(f);
+  rewind(f);
+  char line[512];
+  uint64_t n = UINT64_MAX;
+  while (fgets(line, sizeof line, f)) {
+    const char *at = strstr(line, "freed for absent owners ");
+    if (at) n = strtoull(at + strlen("freed for absent owners "), NULL, 10);
+  }
+  fclose(f);
+  TCHECKF(n != UINT64_MAX, "%s", "the statistics report has no 'freed for absent owners' count");
+  return n;
+}
+
+static void case_absent(void) {
+  uint64_t rounds = 2 + scaled(6);
+  ab.n = rounds * AB_PER_ROUND;
+  ab.blocks = T_MALLOC(ab.n * sizeof *ab.blocks);
+  ab.sizes = T_MALLOC(ab.n * sizeof *ab.sizes);
+  TCHECK(ab.blocks && ab.sizes);
+  struct mtheap_stats s0, s1;
+  th_stats(&s0);
+  uint64_t for0 = ab_freed_for();
+  pthread_t own, tick, fr[AB_FREERS];
+  th_thread(&own, ab_owner, &rounds);
+  th_thread(&tick, ab_ticker, NULL);
+  for (int i = 0; i < AB_FREERS; i++) th_thread(&fr[i], ab_freer, NULL);
+  for (int i = 0; i < AB_FREERS; i++) th_join(fr[i]);
+  th_join(own);
+  atomic_store(&ab.done, 1);
+  th_join(tick);
+  mtheap_collect(true);
+  th_stats(&s1);
+  uint64_t for1 = ab_freed_for();
+  TCHECKF(for1 > for0, "no block was freed for the sleeping owner (%" PRIu64 " -> %" PRIu64 ")", for0, for1);
+  T_FREE(ab.blocks);
+  T_FREE(ab.sizes);
+  TCHECKF(s1.mallocs - s0.mallocs <= s1.frees - s0.frees + OTHER_BLOCKS + 2,
+          "%" PRIu64 " mallocs but %" PRIu64 " frees counted", s1.mallocs - s0.mallocs, s1.frees - s0.frees);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s local|prodcons|migrate|monitor|churn|realloc|huge|inbox [percent]\n", argv[0]);
@@ -566,6 +706,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "realloc")) case_realloc();
   else if (!strcmp(c, "huge")) case_huge();
   else if (!strcmp(c, "inbox")) case_inbox();
+  else if (!strcmp(c, "absent")) case_absent();
   else TFAIL("unknown case %s", c);
   printf("test_stress %s (%s, %u%%): passed in %" PRIu64 " ms, peak RSS now %zu MiB\n", c, T_API_NAME,
          scale_pct, th_now_ms() - t0, th_rss() >> 20);
