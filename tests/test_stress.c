@@ -467,30 +467,35 @@ static void case_huge(void) {
 
 /* ------------------------------------------------------------------ inbox */
 
-#define IB_FREERS 6
-#define IB_SLICE 4096   /* blocks per hand-over */
-static struct {
+/* Blocks one owner allocates and other threads free, handed over a slice at a time: block i
+ * is filled with seed i and verified before its free. */
+typedef struct {
   void **blocks;
   size_t *sizes;
-  uint64_t n;
+  uint64_t n, slice;
   _Atomic uint64_t next;       /* next hand-over to take */
   _Atomic uint64_t published;  /* blocks the owner has allocated and filled */
-  _Atomic int owner_exited;
-} ib;
+  _Atomic uint64_t freed;      /* blocks the freers have freed */
+} handover_t;
 
-static void *ib_freer(void *arg) {
-  (void)arg;
+static void *handover_freer(void *arg) {
+  handover_t *h = arg;
   for (;;) {
-    uint64_t k = atomic_fetch_add(&ib.next, IB_SLICE);
-    if (k >= ib.n) return NULL;
-    uint64_t end = k + IB_SLICE < ib.n ? k + IB_SLICE : ib.n;
-    while (atomic_load_explicit(&ib.published, memory_order_acquire) < end) sched_yield();
+    uint64_t k = atomic_fetch_add(&h->next, h->slice);
+    if (k >= h->n) return NULL;
+    uint64_t end = k + h->slice < h->n ? k + h->slice : h->n;
+    while (atomic_load_explicit(&h->published, memory_order_acquire) < end) sched_yield();
     for (uint64_t i = k; i < end; i++) {
-      th_verify_seed(ib.blocks[i], ib.sizes[i], ib.sizes[i], i);
-      T_FREE(ib.blocks[i]);
+      th_verify_seed(h->blocks[i], h->sizes[i], h->sizes[i], i);
+      T_FREE(h->blocks[i]);
     }
+    atomic_fetch_add(&h->freed, end - k);
   }
 }
+
+#define IB_FREERS 6
+#define IB_SLICE 4096   /* blocks per hand-over */
+static handover_t ib = {.slice = IB_SLICE};
 
 /* Allocates the blocks the freers free; between rounds it allocates and frees locally, which
  * drains its inbox while the freers keep filling it; then it exits with frees still coming. */
@@ -526,7 +531,7 @@ static void case_inbox(void) {
   uint64_t third = ib.n / 3 / IB_SLICE * IB_SLICE;
   pthread_t own, fr[IB_FREERS];
   th_thread(&own, ib_owner, &third);
-  for (int i = 0; i < IB_FREERS; i++) th_thread(&fr[i], ib_freer, NULL);
+  for (int i = 0; i < IB_FREERS; i++) th_thread(&fr[i], handover_freer, &ib);
   th_join(own);
   /* the second owner adopts the parked heap (its pages, its inbox) and allocates the rest */
   uint64_t all = ib.n;
@@ -556,28 +561,8 @@ static void case_inbox(void) {
 #define AB_FREERS 3
 #define AB_SLICE 512
 #define AB_PER_ROUND 12288
-static struct {
-  void **blocks;
-  size_t *sizes;
-  uint64_t n;
-  _Atomic uint64_t next, published, freed;
-  _Atomic int done;
-} ab;
-
-static void *ab_freer(void *arg) {
-  (void)arg;
-  for (;;) {
-    uint64_t k = atomic_fetch_add(&ab.next, AB_SLICE);
-    if (k >= ab.n) return NULL;
-    uint64_t end = k + AB_SLICE < ab.n ? k + AB_SLICE : ab.n;
-    while (atomic_load_explicit(&ab.published, memory_order_acquire) < end) sched_yield();
-    for (uint64_t i = k; i < end; i++) {
-      th_verify_seed(ab.blocks[i], ab.sizes[i], ab.sizes[i], i);
-      T_FREE(ab.blocks[i]);
-    }
-    atomic_fetch_add(&ab.freed, end - k);
-  }
-}
+static handover_t ab = {.slice = AB_SLICE};
+static _Atomic int ab_done;
 
 /* Each round: a burst of blocks for the freers (some large), a sleep with no slow path -- the
  * freers find its inbox full and it away, and free into its pages for it -- then it comes back
@@ -630,7 +615,7 @@ static void *ab_owner(void *arg) {
  * take in the absent owner's inbox tail. */
 static void *ab_ticker(void *arg) {
   (void)arg;
-  while (!atomic_load(&ab.done)) {
+  while (!atomic_load(&ab_done)) {
     size_t n = 150000 + (size_t)(atomic_load(&ab.next) % 7) * 4096;
     char *p = T_MALLOC(n);
     TCHECK(p != NULL);
@@ -672,10 +657,10 @@ static void case_absent(void) {
   pthread_t own, tick, fr[AB_FREERS];
   th_thread(&own, ab_owner, &rounds);
   th_thread(&tick, ab_ticker, NULL);
-  for (int i = 0; i < AB_FREERS; i++) th_thread(&fr[i], ab_freer, NULL);
+  for (int i = 0; i < AB_FREERS; i++) th_thread(&fr[i], handover_freer, &ab);
   for (int i = 0; i < AB_FREERS; i++) th_join(fr[i]);
   th_join(own);
-  atomic_store(&ab.done, 1);
+  atomic_store(&ab_done, 1);
   th_join(tick);
   mtheap_collect(true);
   th_stats(&s1);
