@@ -478,7 +478,6 @@ MTH_HIDDEN void *mth_page_alloc_zero(mth_heap_t *heap, size_t size);
 MTH_HIDDEN void *mth_page_alloc_growing(mth_heap_t *heap, size_t size);   /* MTH_CLASS_MAX < size <= MTH_LARGE_MAX */
 MTH_HIDDEN void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_pages_init(void);
-MTH_HIDDEN void mth_page_retire(mth_heap_t *heap, mth_page_t *page);
 MTH_HIDDEN void mth_page_emptied(mth_heap_t *heap, mth_page_t *page);   /* free's fast path */
 MTH_HIDDEN bool mth_page_free_for(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t block_size);

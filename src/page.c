@@ -472,7 +472,7 @@ void mth_retired_expire(mth_heap_t *heap) {
 }
 
 /* The page's last block was freed (by the owner, or drained from remote frees). */
-void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
+static void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   if (page->bin == MTH_BIN_LARGE) {
     mth_page_flush_stats(heap, page);
     if (!mth_lcache_push(heap, page)) mth_span_free(heap, page);
