@@ -130,11 +130,7 @@ void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   c->free = b;
   MTH_RACY_SET(c->used, used);
   if (MTH_UNLIKELY(heap->bcache_scavenge_ms == 0)) mth_bcache_schedule(heap);
-  else if (MTH_UNLIKELY((held & 15) == 0)) {
-    mth_heap_enter(heap);
-    mth_heap_tick(heap);
-    mth_heap_leave(heap);
-  }
+  else if (MTH_UNLIKELY((held & 15) == 0)) mth_heap_tick_locked(heap);
 }
 static mth_block_t *mth_bcache_take(mth_page_t *c) {
   mth_block_t *b = c->free;

@@ -246,6 +246,14 @@ void mth_heap_tick(mth_heap_t *heap) {
   mth_heap_tick_due(heap);
 }
 
+/* The tick from a fast path (mth_bcache_free), which holds no lock: one call, in tail position
+ * there, that takes the heap's lock around it. */
+void mth_heap_tick_locked(mth_heap_t *heap) {
+  mth_heap_enter(heap);
+  mth_heap_tick(heap);
+  mth_heap_leave(heap);
+}
+
 /* A page's heartbeat tick (every MTH_HEARTBEAT mallocs from it): not every 8th, every one, as
  * it is rare by construction.  A thread that only takes the fast path once its peak is freed
  * (rss-return: 32 small blocks replaced every millisecond) had its deadlines looked at once a

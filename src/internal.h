@@ -566,6 +566,7 @@ MTH_INLINE void mth_heap_leave_for(mth_heap_t *heap) {
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);
 MTH_HIDDEN void mth_heap_tick_beat(mth_heap_t *heap);
+MTH_HIDDEN void mth_heap_tick_locked(mth_heap_t *heap);   /* mth_heap_tick, taking the lock */
 MTH_HIDDEN void mth_process_init(void);
 MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);
 MTH_HIDDEN void mth_heaps_collect_abandoned(void);
