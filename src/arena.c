@@ -268,19 +268,24 @@ void mth_arena_purge(bool force) {
   }
 }
 
-void mth_arena_stats(size_t *reserved, size_t *committed) {
-  size_t res = 0, com = 0;
+/* committed: slots in use, or free and maybe resident; unpurged: the latter alone */
+void mth_arena_stats(size_t *reserved, size_t *committed, size_t *unpurged) {
+  size_t res = 0, com = 0, dirty = 0;
   mth_lock(&mth_arena_lock);
   size_t nr = atomic_load(&mth_nregions);
   for (size_t i = 0; i < nr; i++) {
     mth_region_t *r = mth_regions[i];
     res += r->nslots << MTH_SEG_SHIFT;
-    for (size_t k = 0; k < r->nslots; k++)
-      if (!bit_get(r->free_bits, k) || bit_get(r->dirty_bits, k)) com += MTH_SEG_SIZE;
+    for (size_t k = 0; k < r->nslots; k++) {
+      bool free = bit_get(r->free_bits, k);
+      if (!free || bit_get(r->dirty_bits, k)) com += MTH_SEG_SIZE;
+      if (free && bit_get(r->dirty_bits, k)) dirty += MTH_SEG_SIZE;
+    }
   }
   mth_unlock(&mth_arena_lock);
   *reserved = res;
   *committed = com;
+  *unpurged = dirty;
 }
 
 void mth_arena_visit(mth_segment_visit_fn fn, void *arg) {

@@ -77,7 +77,7 @@ MTH_INLINE uint64_t mth_inbox_take_slots(mth_heap_t *heap, bool for_absent) {
   uint64_t n = atomic_load_explicit(&heap->inbox_n, memory_order_acquire), freed = 0;
   if (n == 0) return 0;
   uint32_t lim = n < MTH_INBOX_SLOTS ? (uint32_t)n : MTH_INBOX_SLOTS;
-  uint32_t i = heap->inbox_read;
+  uint32_t i = heap->inbox_read, first = i;
   for (; i < lim; i++) {
     mth_block_t *b = atomic_load_explicit(&heap->inbox[i], memory_order_acquire);
     if (MTH_UNLIKELY(b == NULL)) break;   /* claimed, not stored yet */
@@ -86,6 +86,7 @@ MTH_INLINE uint64_t mth_inbox_take_slots(mth_heap_t *heap, bool for_absent) {
     else mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
   }
   heap->inbox_read = i;
+  MTH_RACY_ADD(heap->st_remote_in, i - first);
   if (i == lim && atomic_compare_exchange_strong_explicit(&heap->inbox_n, &n, 0, memory_order_acq_rel,
                                                           memory_order_relaxed))
     heap->inbox_read = 0;
@@ -108,12 +109,15 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
   MTH_RACY_ADD(heap->st_inbox_drains, 1);
   mth_inbox_take_slots(heap, false);
   mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
+  uint64_t n = 0;
   while (b) {
     mth_block_t *next = b->next;
     __builtin_prefetch(((mth_block_t **)b)[1]);
     mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
     b = next;
+    n++;
   }
+  MTH_RACY_ADD(heap->st_remote_in, n);
 }
 
 /* ---- frees for an absent owner ----
@@ -156,11 +160,14 @@ static uint64_t mth_drain_one_for(mth_heap_t *heap, mth_block_t *b) {
 static uint64_t mth_inbox_drain_for(mth_heap_t *heap) {
   uint64_t freed = mth_inbox_take_slots(heap, true);
   mth_block_t *b = atomic_exchange_explicit(&heap->remote, NULL, memory_order_acquire);
+  uint64_t n = 0;
   while (b) {
     mth_block_t *next = b->next;
     freed += mth_drain_one_for(heap, b);
     b = next;
+    n++;
   }
+  MTH_RACY_ADD(heap->st_remote_in, n);
   return freed;
 }
 
@@ -180,6 +187,7 @@ static bool mth_inbox_free_for(mth_heap_t *owner, mth_block_t *b) {
     freed = mth_page_free_for(owner, page, b);
     twice = !freed;
     if (freed) {
+      MTH_RACY_ADD(owner->st_remote_in, 1);   /* b itself, which never entered the inbox */
       uint64_t n = 1 + mth_inbox_drain_for(owner);
       mth_heap_t *me = mth_tls_heap;
       if (me != &mth_heap_empty) MTH_RACY_ADD(me->st_proxy_frees, n - 1);
@@ -207,6 +215,7 @@ void mth_inbox_fork_child(mth_heap_t *heap) {
     if (!b) continue;
     atomic_store_explicit(&heap->inbox[i], NULL, memory_order_relaxed);
     mth_page_free_local(heap, mth_page_of(mth_segment_of(b), b), b);
+    MTH_RACY_ADD(heap->st_remote_in, 1);
   }
   atomic_store_explicit(&heap->inbox_n, 0, memory_order_relaxed);
   heap->inbox_read = 0;

@@ -278,6 +278,8 @@ struct mth_heap_s {
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
   uint64_t st_inbox_overflow, st_inbox_drains, st_span_ops, st_segment_ops;
   uint64_t st_proxy_frees;    /* remote frees this thread made into an absent owner's pages */
+  uint64_t st_remote_in;      /* remote frees taken out of this heap's inbox (by whoever holds its
+                                 lock): what other threads' st_remote_out counts, less those waiting */
   /* bookkeeping */
   mth_heap_t *all_next;       /* every heap ever made: they are recycled, never freed */
   mth_heap_t *abandoned_next;
@@ -386,7 +388,7 @@ MTH_HIDDEN bool mth_arena_contains(const void *p);
 MTH_HIDDEN void mth_arena_fork_prepare(void);
 MTH_HIDDEN void mth_arena_fork_parent(void);
 MTH_HIDDEN void mth_arena_fork_child(void);
-MTH_HIDDEN void mth_arena_stats(size_t *reserved, size_t *committed);
+MTH_HIDDEN void mth_arena_stats(size_t *reserved, size_t *committed, size_t *unpurged);
 typedef void (*mth_segment_visit_fn)(mth_segment_t *seg, void *arg);
 MTH_HIDDEN void mth_arena_visit(mth_segment_visit_fn fn, void *arg);
 

@@ -4,7 +4,14 @@
  *
  * in_use_peak is the highest in_use any snapshot saw, and at least pages_peak's lower bound
  * is not implied: pages_peak (bytes of spans and huge blocks, tracked at every span change) is
- * the exact peak of memory holding live blocks. */
+ * the exact peak of memory holding live blocks.
+ *
+ * The report's "free" line says where committed memory is that holds no live block, which is
+ * what a peak RSS above the program's own needs is made of: free slices of the heaps'
+ * segments and free slots of the arena not yet purged (MTHEAP_PURGE_DELAY_MS; "maybe
+ * resident": a slice counts whole though only part of it may have been touched), the
+ * per-thread caches (blocks of the block caches, kept empty pages and large spans), and remote
+ * frees sent and not yet taken in by their owners (their blocks stay in the owners' pages). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -16,6 +23,9 @@ typedef struct {
   uint64_t pending[MTH_BINS];
   uint64_t live_blocks;
   uint64_t frees_for;         /* remote frees made into an absent owner's pages (inbox.c) */
+  uint64_t remote_in;         /* remote frees taken out of inboxes */
+  size_t unpurged;            /* free slices of span segments that may be resident */
+  size_t cached;              /* bytes the heaps' caches hold */
 } mth_stats_acc_t;
 
 #define LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -27,6 +37,8 @@ static void mth_stats_segment(mth_segment_t *seg, void *arg) {
     acc->live_blocks++;
     return;
   }
+  uint64_t idle = LOAD(seg->dirty_mask) & ~LOAD(seg->used_mask);
+  acc->unpurged += (size_t)__builtin_popcountll(idle) << MTH_SLICE_SHIFT;
   for (size_t k = 1; k < MTH_SLICES; k++) {
     mth_page_t *page = &seg->pages[k];
     uint32_t flags = LOAD(page->flags);
@@ -55,6 +67,8 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
   acc->st->span_ops += LOAD(h->st_span_ops);
   acc->st->segment_ops += LOAD(h->st_segment_ops);
   acc->frees_for += LOAD(h->st_proxy_frees);
+  acc->remote_in += LOAD(h->st_remote_in);
+  acc->cached += ((size_t)LOAD(h->retired_slices) + LOAD(h->lcache_slices)) << MTH_SLICE_SHIFT;
   /* blocks in a class's cache (bcache.c) are free, though their pages count them as used; the
    * cache's pending mallocs are counted as a page's */
   for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
@@ -67,12 +81,17 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
     acc->live[bin] -= cached;
     acc->live_blocks -= cached;
     acc->st->in_use -= (size_t)cached * LOAD(c->block_size);
+    acc->cached += (size_t)cached * LOAD(c->block_size);
   }
 }
 
 static size_t mth_peak_in_use;
-/* Not in struct mtheap_stats (its size is the ABI): the report prints it from here. */
-static uint64_t mth_stats_frees_for;
+/* Not in struct mtheap_stats (its size is the ABI): the report prints these from here, as the
+ * last mtheap_stats_get left them. */
+static struct {
+  uint64_t frees_for, waiting;
+  size_t unpurged_heaps, unpurged_arena, cached;
+} mth_stats_more;
 
 MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   mth_stats_acc_t acc;
@@ -109,7 +128,8 @@ MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   out->in_use_peak = out->in_use > peak ? out->in_use : peak;
   out->pages_in_use = atomic_load(&mth_gstats.pages_in_use);
   out->pages_peak = atomic_load(&mth_gstats.pages_peak);
-  mth_arena_stats(&out->reserved, &out->committed);
+  size_t unpurged_arena;
+  mth_arena_stats(&out->reserved, &out->committed, &unpurged_arena);
   out->resident = mth_os_resident();
   out->purged = atomic_load(&mth_gstats.purged);
   out->mmap_calls = atomic_load(&mth_gstats.mmap_calls);
@@ -125,7 +145,14 @@ MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   /* a free for an absent owner is one more CAS, on the owner's lock */
   out->shared_rmw = out->remote_frees + out->inbox_overflows + 2 * out->inbox_drains + out->span_ops +
                     3 * out->lock_acquires + acc.frees_for;
-  __atomic_store_n(&mth_stats_frees_for, acc.frees_for, __ATOMIC_RELAXED);
+  /* the freers count a remote free after pushing it: a moment's snapshot may see it taken
+   * in and not yet sent */
+  uint64_t waiting = out->remote_frees > acc.remote_in ? out->remote_frees - acc.remote_in : 0;
+  __atomic_store_n(&mth_stats_more.frees_for, acc.frees_for, __ATOMIC_RELAXED);
+  __atomic_store_n(&mth_stats_more.waiting, waiting, __ATOMIC_RELAXED);
+  __atomic_store_n(&mth_stats_more.unpurged_heaps, acc.unpurged, __ATOMIC_RELAXED);
+  __atomic_store_n(&mth_stats_more.unpurged_arena, unpurged_arena, __ATOMIC_RELAXED);
+  __atomic_store_n(&mth_stats_more.cached, acc.cached, __ATOMIC_RELAXED);
 }
 
 /* Sizes as people read them: 1023 B, 12.3 KiB, 4.0 MiB. */
@@ -168,6 +195,11 @@ MTHEAP_API void mtheap_stats_print(FILE *f) {
   mth_out(fd, "  reserved   %-12s committed %-12s resident %-12s purged %s (total)\n",
           mth_fmt_size(a, 32, st.reserved), mth_fmt_size(b, 32, st.committed), mth_fmt_size(c, 32, st.resident),
           mth_fmt_size(d, 32, st.purged));
+  mth_out(fd, "  free       unpurged: heaps %-12s arena %-12s cached %-12s remote frees waiting %llu\n",
+          mth_fmt_size(a, 32, __atomic_load_n(&mth_stats_more.unpurged_heaps, __ATOMIC_RELAXED)),
+          mth_fmt_size(b, 32, __atomic_load_n(&mth_stats_more.unpurged_arena, __ATOMIC_RELAXED)),
+          mth_fmt_size(c, 32, __atomic_load_n(&mth_stats_more.cached, __ATOMIC_RELAXED)),
+          (unsigned long long)__atomic_load_n(&mth_stats_more.waiting, __ATOMIC_RELAXED));
   mth_out(fd, "  mallocs    %llu  frees %llu  (from another thread %llu)  large %llu  huge %llu\n",
           (unsigned long long)st.mallocs, (unsigned long long)st.frees, (unsigned long long)st.remote_frees,
           (unsigned long long)st.large_mallocs, (unsigned long long)st.huge_mallocs);
@@ -185,7 +217,7 @@ MTHEAP_API void mtheap_stats_print(FILE *f) {
           (unsigned long long)st.shared_rmw, ops ? 1000.0 * (double)st.shared_rmw / (double)ops : 0.0,
           (unsigned long long)st.remote_frees, (unsigned long long)st.inbox_overflows,
           (unsigned long long)st.inbox_drains, (unsigned long long)st.span_ops, (unsigned long long)st.segment_ops,
-          (unsigned long long)__atomic_load_n(&mth_stats_frees_for, __ATOMIC_RELAXED));
+          (unsigned long long)__atomic_load_n(&mth_stats_more.frees_for, __ATOMIC_RELAXED));
   mth_out(fd, "  %10s %14s %14s %12s %8s\n", "block size", "mallocs", "frees", "live", "pages");
   for (size_t i = 0; i < MTHEAP_NUM_CLASSES; i++) {
     const struct mtheap_class_stats *cl = &st.classes[i];

@@ -1,5 +1,5 @@
 /* Memory goes back to the OS, and the steady state makes no mmap/munmap calls.
- * Usage: test_purge return|fastpath|thread|remote|nommap|reuse|hugekeep|dirtiest|innerhdr
+ * Usage: test_purge return|fastpath|thread|remote|nommap|reuse|hugekeep|dirtiest|innerhdr|report
  *        (linked with libmtheap.so)
  *
  *   return   ~1 GiB in mixed sizes (mostly 4 KiB..1 MiB, some huge) allocated and freed by
@@ -30,6 +30,11 @@
  *            but the old segment headers, then calloc from new span segments there: every byte
  *            zero.  The headers left intact said which slices were never written, and a span
  *            segment made in such a slot believed them (fuzz_replay found stale bytes).
+ *   report   the statistics report's "free" line says where the memory is that holds no live
+ *            block: large spans freed show up as unpurged (heaps' segments or arena) and as
+ *            cached (the span a heap keeps), all of it gone after mtheap_collect(true); 100
+ *            blocks freed by another thread into a heap whose owner waits are "remote frees
+ *            waiting" until the owner takes them in.
  */
 #include "testutil.h"
 #include <sys/mman.h>
@@ -342,6 +347,81 @@ static void case_reuse(void) {
 /* A freed huge block is kept for the next huge malloc only briefly: its slots are purged
  * about MTH_HUGE_KEEP_MS after the free, long before the purge delay (1 s), while a little
  * small-block work goes on.  (ruby rebuilding big hashes: peak RSS 252.7 -> 233.5 MiB.) */
+/* The report's "free" line: unpurged in heaps' segments and in the arena, cached, and remote
+ * frees waiting (not in struct mtheap_stats, whose size is the ABI). */
+typedef struct { double heaps, arena, cached; long long waiting; } free_line_t;
+
+static double rp_size(const char *s) {
+  double v;
+  char unit[8];
+  if (sscanf(s, "%lf %7s", &v, unit) != 2) TFAIL("no size in '%s'", s);
+  if (!strcmp(unit, "B")) return v;
+  if (!strcmp(unit, "KiB")) return v * 1024;
+  if (!strcmp(unit, "MiB")) return v * 1024 * 1024;
+  if (!strcmp(unit, "GiB")) return v * 1024 * 1024 * 1024;
+  TFAIL("unit '%s' in '%s'", unit, s);
+  return 0;
+}
+
+static free_line_t rp_free_line(void) {
+  char line[512];
+  th_report_line("  free       unpurged: ", line, sizeof line);
+  const char *h = strstr(line, "heaps "), *a = strstr(line, "arena "), *c = strstr(line, "cached "),
+             *w = strstr(line, "remote frees waiting ");
+  TCHECKF(h && a && c && w, "free line: %s", line);
+  return (free_line_t){rp_size(h + 6), rp_size(a + 6), rp_size(c + 7), strtoll(w + 21, NULL, 10)};
+}
+
+static void *volatile rp_blocks[100];
+static atomic_int rp_state;   /* 1: owner allocated; 2: freed by main; 3: owner took them in */
+
+static void *rp_owner(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 100; i++) TCHECK((rp_blocks[i] = malloc(64)) != NULL);
+  atomic_store(&rp_state, 1);
+  while (atomic_load(&rp_state) != 2) th_sleep_ms(1);
+  mtheap_collect(false);   /* takes its remote frees in */
+  atomic_store(&rp_state, 3);
+  return NULL;
+}
+
+static void case_report(void) {
+  enum { N = 16, SZ = 256 << 10 };   /* large spans (over the largest class), 8 slices each */
+  mtheap_collect(true);
+  free_line_t r0 = rp_free_line();
+  TCHECKF(r0.heaps == 0 && r0.arena == 0 && r0.cached == 0, "after collect: heaps %.0f arena %.0f cached %.0f",
+          r0.heaps, r0.arena, r0.cached);
+  void *b[N];
+  for (int i = 0; i < N; i++) {
+    TCHECK((b[i] = malloc(SZ)) != NULL);
+    memset(b[i], 0x5a, SZ);
+  }
+  for (int i = 0; i < N; i++) free(b[i]);
+  free_line_t r1 = rp_free_line();
+  /* one span kept for the next large malloc, the others' slices free and resident until the
+   * purge delay: in the heap's segments, or in the arena for a segment that emptied */
+  TCHECKF(r1.cached >= SZ, "cached %.0f after freeing %d large blocks", r1.cached, N);
+  TCHECKF(r1.heaps + r1.arena >= (double)(N - 1) * SZ, "unpurged: heaps %.0f arena %.0f after freeing %d x %d",
+          r1.heaps, r1.arena, N, SZ);
+  mtheap_collect(true);
+  free_line_t r2 = rp_free_line();
+  TCHECKF(r2.heaps == 0 && r2.arena == 0 && r2.cached == 0, "after collect(true): heaps %.0f arena %.0f cached %.0f",
+          r2.heaps, r2.arena, r2.cached);
+
+  pthread_t t;
+  th_thread(&t, rp_owner, NULL);
+  while (atomic_load(&rp_state) != 1) th_sleep_ms(1);
+  for (int i = 0; i < 100; i++) free(rp_blocks[i]);
+  free_line_t r3 = rp_free_line();
+  TCHECKF(r3.waiting == r0.waiting + 100, "remote frees waiting %lld, expected %lld", r3.waiting, r0.waiting + 100);
+  atomic_store(&rp_state, 2);
+  while (atomic_load(&rp_state) != 3) th_sleep_ms(1);
+  free_line_t r4 = rp_free_line();
+  TCHECKF(r4.waiting == r0.waiting, "remote frees waiting %lld after the owner took them in, expected %lld",
+          r4.waiting, r0.waiting);
+  th_join(t);
+}
+
 static void case_hugekeep(void) {
   const size_t mib = (size_t)1 << 20;
   free(malloc(16));
@@ -403,8 +483,10 @@ int main(int argc, char **argv) {
     case_dirtiest();
   } else if (!strcmp(argv[1], "innerhdr")) {
     case_innerhdr();
+  } else if (!strcmp(argv[1], "report")) {
+    case_report();
   } else {
-    TFAIL("usage: %s return|fastpath|thread|remote|nommap|reuse|hugekeep|dirtiest|innerhdr", argv[0]);
+    TFAIL("usage: %s return|fastpath|thread|remote|nommap|reuse|hugekeep|dirtiest|innerhdr|report", argv[0]);
   }
   return 0;
 }

@@ -627,22 +627,11 @@ static void *ab_ticker(void *arg) {
   return NULL;
 }
 
-/* "freed for absent owners N" of the statistics report (the count is not in struct
- * mtheap_stats, whose size is the ABI). */
+/* "freed for absent owners N" of the statistics report. */
 static uint64_t ab_freed_for(void) {
-  FILE *f = tmpfile();
-  TCHECK(f != NULL);
-  mtheap_stats_print(f);
-  rewind(f);
   char line[512];
-  uint64_t n = UINT64_MAX;
-  while (fgets(line, sizeof line, f)) {
-    const char *at = strstr(line, "freed for absent owners ");
-    if (at) n = strtoull(at + strlen("freed for absent owners "), NULL, 10);
-  }
-  fclose(f);
-  TCHECKF(n != UINT64_MAX, "%s", "the statistics report has no 'freed for absent owners' count");
-  return n;
+  th_report_line("freed for absent owners ", line, sizeof line);
+  return strtoull(strstr(line, "freed for absent owners ") + strlen("freed for absent owners "), NULL, 10);
 }
 
 static void case_absent(void) {

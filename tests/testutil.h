@@ -345,6 +345,21 @@ static inline void th_stats(struct mtheap_stats *st) {
   mtheap_stats_get(st);
 }
 
+/* The line of mtheap's statistics report that contains key, into line (the numbers that are not
+ * in struct mtheap_stats, whose size is the ABI, are read from the report).  Fails the test if
+ * there is none. */
+static inline void th_report_line(const char *key, char *line, size_t n) {
+  th_require_mtheap_extras();
+  FILE *f = tmpfile();
+  TCHECK(f != NULL);
+  mtheap_stats_print(f);
+  rewind(f);
+  bool found = false;
+  while (!found && fgets(line, (int)n, f)) found = strstr(line, key) != NULL;
+  fclose(f);
+  TCHECKF(found, "the statistics report has no line with '%s'", key);
+}
+
 static inline void th_thread(pthread_t *t, void *(*fn)(void *), void *arg) {
   int e = pthread_create(t, NULL, fn, arg);
   if (e) TFAIL("pthread_create: %s", strerror(e));
