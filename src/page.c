@@ -253,7 +253,7 @@ static bool mth_lcache_push(mth_heap_t *heap, mth_page_t *page) {
   if (heap->lcache_n == MTH_LCACHE_MAX || heap->lcache_slices + page->slice_count > MTH_LCACHE_SLICES)
     return false;
   heap->lcache[heap->lcache_n++] = page;
-  heap->lcache_slices += page->slice_count;
+  MTH_RACY_SET(heap->lcache_slices, heap->lcache_slices + page->slice_count);   /* read by the statistics */
   /* no owner: free's fast path leaves a second free of it (or of a pointer into it) to the
    * slow path, which reports it as freed twice */
   mth_page_set_flags(page, 0, NULL);
@@ -263,7 +263,7 @@ static bool mth_lcache_push(mth_heap_t *heap, mth_page_t *page) {
 
 static void mth_lcache_remove(mth_heap_t *heap, uint32_t i) {
   mth_page_t *page = heap->lcache[i];
-  heap->lcache_slices -= page->slice_count;
+  MTH_RACY_SET(heap->lcache_slices, heap->lcache_slices - page->slice_count);
   if (i + 1 < heap->lcache_n)   /* never with one span kept: no libc call for nothing */
     memmove(&heap->lcache[i], &heap->lcache[i + 1], (heap->lcache_n - i - 1) * sizeof heap->lcache[0]);
   heap->lcache_n--;
@@ -404,7 +404,7 @@ static void mth_retired_forget(mth_heap_t *heap, mth_page_t *page) {
     uint32_t i = (heap->retired_head + k) % MTH_RETIRED_MAX;
     if (heap->retired[i] == page) {
       heap->retired[i] = NULL;
-      heap->retired_slices -= page->slice_count;
+      MTH_RACY_SET(heap->retired_slices, heap->retired_slices - page->slice_count);
       break;
     }
   }
@@ -429,7 +429,7 @@ static void mth_retired_pop(mth_heap_t *heap) {
   heap->retired_head = (i + 1) % MTH_RETIRED_MAX;
   heap->retired_n--;
   if (page == NULL) return;             /* a hole: released while listed (mth_retired_forget) */
-  heap->retired_slices -= page->slice_count;
+  MTH_RACY_SET(heap->retired_slices, heap->retired_slices - page->slice_count);
   page->retired = 0;
   if (page->used != 0) return;
   mth_queue_t *q = &heap->bins[page->bin];
@@ -446,7 +446,7 @@ static void mth_retired_push(mth_heap_t *heap, mth_page_t *page) {
   heap->retired[i] = page;
   heap->retired_tick[i] = heap->ticks;
   heap->retired_n++;
-  heap->retired_slices += page->slice_count;
+  MTH_RACY_SET(heap->retired_slices, heap->retired_slices + page->slice_count);   /* read by the statistics */
   page->retired = 1;
 }
 

@@ -57,8 +57,9 @@ static void mth_header_init(mth_segment_t *seg, bool zero) {
       if (any) memset(&seg->pages[k], 0, sizeof(mth_page_t));
     }
   }
-  seg->used_mask = 1;
-  seg->dirty_mask = dirty & ~(uint64_t)1;
+  /* the masks are read by other threads' statistics (stats.c) */
+  MTH_RACY_SET(seg->used_mask, (uint64_t)1);
+  MTH_RACY_SET(seg->dirty_mask, dirty & ~(uint64_t)1);
   /* the other descriptors stay zero, "never used" (mth_page_unused): writing them would
    * fault in the header's other two pages */
   MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
@@ -108,9 +109,9 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
                              size_t n, bool *is_zero) {
   uint64_t bits = mth_run_bits(idx, n);
   if (seg->used_mask == 1) heap->empty_segs--;
-  seg->used_mask |= bits;
+  MTH_RACY_SET(seg->used_mask, seg->used_mask | bits);
   if (is_zero) *is_zero = (seg->dirty_mask & bits) == 0;
-  seg->dirty_mask &= ~bits;
+  MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask & ~bits);
   if (seg->used_mask == ~(uint64_t)0) {
     mth_seglist_remove(&heap->segs_avail, seg);
     mth_seglist_push(&heap->segs_full, seg);
@@ -243,7 +244,7 @@ static void mth_segment_purge_dirty(mth_segment_t *seg) {
     mth_os_purge((uint8_t *)seg + ((size_t)s << MTH_SLICE_SHIFT), (size_t)n << MTH_SLICE_SHIFT);
     d &= ~mth_run_bits((size_t)s, (size_t)n);
   }
-  seg->dirty_mask = 0;
+  MTH_RACY_SET(seg->dirty_mask, (uint64_t)0);
   seg->purge_at_ms = 0;
 }
 
@@ -264,8 +265,8 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
     mth_seglist_push(&heap->segs_avail, seg);
     seg->on_full_list = false;
   }
-  seg->used_mask &= ~bits;
-  seg->dirty_mask |= bits;
+  MTH_RACY_SET(seg->used_mask, seg->used_mask & ~bits);
+  MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask | bits);
   if (seg->used_mask == 1 && ++heap->empty_segs > 1) {
     mth_segment_free(heap, seg);
     return false;
@@ -298,7 +299,7 @@ void mth_span_free_now(mth_heap_t *heap, mth_page_t *page) {
   uint64_t bits = mth_run_bits(idx, n);
   if ((seg->dirty_mask & bits) == 0) return;   /* purged already (delay 0) */
   mth_os_purge((uint8_t *)seg + (idx << MTH_SLICE_SHIFT), n << MTH_SLICE_SHIFT);
-  seg->dirty_mask &= ~bits;
+  MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask & ~bits);
 }
 
 /* realloc of a large block by its owner to size bytes: shrink the span by giving back its tail,
@@ -360,7 +361,7 @@ void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero) {
   seg->kind = MTH_SEG_HUGE;
   seg->nslots = (uint32_t)nslots;
   seg->heap = NULL;
-  seg->used_mask = ~(uint64_t)0;
+  MTH_RACY_SET(seg->used_mask, ~(uint64_t)0);
   seg->huge_block = (uint8_t *)seg + off;
   seg->huge_size = (nslots << MTH_SEG_SHIFT) - off;
   MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
