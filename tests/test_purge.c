@@ -344,9 +344,6 @@ static void case_reuse(void) {
   free(wall);
 }
 
-/* A freed huge block is kept for the next huge malloc only briefly: its slots are purged
- * about MTH_HUGE_KEEP_MS after the free, long before the purge delay (1 s), while a little
- * small-block work goes on.  (ruby rebuilding big hashes: peak RSS 252.7 -> 233.5 MiB.) */
 /* The report's "free" line: unpurged in heaps' segments and in the arena, cached, and remote
  * frees waiting (not in struct mtheap_stats, whose size is the ABI). */
 typedef struct { double heaps, arena, cached; long long waiting; } free_line_t;
@@ -422,6 +419,9 @@ static void case_report(void) {
   th_join(t);
 }
 
+/* A freed huge block is kept for the next huge malloc only briefly: its slots are purged
+ * about MTH_HUGE_KEEP_MS after the free, long before the purge delay (1 s), while a little
+ * small-block work goes on.  (ruby rebuilding big hashes: peak RSS 252.7 -> 233.5 MiB.) */
 static void case_hugekeep(void) {
   const size_t mib = (size_t)1 << 20;
   free(malloc(16));
