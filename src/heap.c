@@ -270,6 +270,10 @@ void mth_heap_tick_beat(mth_heap_t *heap) {
 /* The deadlines: kept pages, purging, block-cache scavenging, abandoned heaps. */
 static void mth_heap_tick_due(mth_heap_t *heap) {
   if (heap->retired_n) mth_retired_expire(heap);
+  if (MTH_UNLIKELY(heap->absent_purged)) {   /* back after others purged for it: see segment.c */
+    heap->absent_purged = 0;
+    if (heap->absent_returns < UINT8_MAX) heap->absent_returns++;
+  }
   if (heap->purge_next_ms | heap->bcache_scavenge_ms) {
     uint64_t now = mth_clock_ms();
     if (heap->bcache_scavenge_ms && now >= heap->bcache_scavenge_ms) mth_bcache_scavenge(heap, now);

@@ -134,7 +134,8 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
  * MTH_ABSENT_MS (mth_heap_absent).  If so it tries the owner's lock once and, holding it, frees
  * the block into its page itself where the owner's fast paths cannot be touching that page: a
  * full page of a class without a block cache, or a large span (mth_page_free_for).  A page that
- * empties goes back to its segment and its memory to the OS, an emptied segment to the arena,
+ * empties goes back to its segment and its memory to the OS (after the purge delay for an owner
+ * that came back after such a purge before: segment.c), an emptied segment to the arena,
  * where any thread reuses it.  The owner's backlog (slots and overflow list) goes the same way,
  * the blocks of its other pages to heap->held for its own drain.  Other threads' ticks do this
  * for the tail that never fills the array (heap.c, mth_heaps_help_absent).  An owner that is only

@@ -118,6 +118,7 @@
  * mallocs and frees (bench `large`, `mmap-lock`) reuses a slot within microseconds. */
 #define MTH_HUGE_KEEP_MS 100
 #define MTH_ABSENT_MS 10                     /* an owner with no slow path this long is away (heap.c) */
+#define MTH_ABSENT_RETURNS 1                 /* after coming back this often, an owner's slices wait the delay */
 #define MTH_LCACHE_MAX 1                     /* freed large spans a heap keeps for reuse (page.c), */
 #define MTH_LCACHE_SLICES ((1u << 20) >> MTH_SLICE_SHIFT)   /* ... holding at most 1 MiB */
 #define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
@@ -264,6 +265,11 @@ struct mth_heap_s {
   uint32_t retired_tick[MTH_RETIRED_MAX];
   uint32_t retired_head, retired_n, retired_slices;
   uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
+  /* Frees for an absent owner (inbox.c, segment.c: mth_span_free_now), under the heap's lock:
+   * absent_purged says slices emptied for it went to the OS at once since its last due tick,
+   * absent_returns how often it came back after that (saturating; a thread that adopts the
+   * heap keeps it: at worst its slices wait the delay, the rule for every other free). */
+  uint8_t absent_purged, absent_returns;
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
   size_t bcache_extra;                    /* bytes of caps lent past MTH_BCACHE_CLASS_BYTES */

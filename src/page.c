@@ -501,7 +501,8 @@ void mth_page_emptied(mth_heap_t *heap, mth_page_t *page) {
  * the owner's slow paths touch, under the same lock.  A full page that gets blocks back
  * stays marked full (the owner's next free or drain into it puts it back in its queue); an
  * empty one goes back to its segment at once, not into the retired ring, which would keep it
- * for an owner that is not there, and back to the OS too, as no other heap can use it.  False
+ * for an owner that is not there, and back to the OS too, as no other heap can use it
+ * (mth_span_free_now: not if the owner came back after that before).  False
  * when b is free already. */
 bool mth_page_free_for(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   if (b == page->free || page->used == 0) return false;

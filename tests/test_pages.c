@@ -27,6 +27,10 @@
  *            back before the owner runs; after
  *            other threads' slow paths for a while the rest of the inbox is taken in for it too,
  *            and the owner's next slow path takes in the blocks of its last page
+ *   absent_back  the same owner, three rounds: it allocates the 40 pages again each time (so
+ *            it came back) and sleeps while another thread frees them: the first round's
+ *            emptied pages go to the OS at once, the later rounds' wait out the purge delay,
+ *            as its own frees' do (it would fault them in again: src/segment.c)
  *   lifo     a freed block of a big class (above 8 KiB) whose page was full is the class's next
  *            malloc, though another page of the class has free blocks: the block just freed
  *            is the one in cache (its page goes to the front of the class's queue)
@@ -373,6 +377,35 @@ static void case_absent(void) {
   T_FREE(big);
   ab_stats_seen_by_other(&st3);
   TCHECKF(ab_live(&st3) == 0, "%" PRIu64 " blocks live after the owner ran", ab_live(&st3));
+}
+
+/* One round of case_absent_back: the owner allocates, sleeps in pthread_join while another
+ * thread frees everything; returns the bytes purged meanwhile, checks the pages went back. */
+static size_t ab_round(int round) {
+  for (int i = 0; i < AB_BLOCKS; i++) TCHECK((ab_blocks[i] = T_MALLOC(AB_SIZE)) != NULL);
+  struct mtheap_stats st0, st1;
+  ab_stats_seen_by_other(&st0);
+  pthread_t t;
+  th_thread(&t, ab_free_all, NULL);
+  th_join(t);
+  ab_stats_seen_by_other(&st1);
+  TCHECKF(st0.pages_in_use - st1.pages_in_use >= (size_t)(AB_PAGES - 4) * 32768,
+          "round %d: pages in use %zu -> %zu bytes: the emptied pages did not go back while their "
+          "owner sleeps", round, st0.pages_in_use, st1.pages_in_use);
+  return st1.purged - st0.purged;
+}
+
+static void case_absent_back(void) {
+  size_t first = ab_round(1);
+  TCHECKF(first >= (size_t)(AB_PAGES - 4) * 32768,
+          "round 1: %zu bytes purged while the owner slept, expected its emptied pages (%d bytes)",
+          first, (AB_PAGES - 4) * 32768);
+  for (int r = 2; r <= 3; r++) {
+    size_t again = ab_round(r);
+    TCHECKF(again < 4 * 32768,
+            "round %d: %zu bytes purged while the owner slept, though it came back after round 1 "
+            "(its emptied pages should wait out the purge delay)", r, again);
+  }
 }
 
 static size_t resident_range(const void *p, size_t len) {
@@ -901,6 +934,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "aligned")) case_aligned();
   else if (!strcmp(c, "heartbeat")) case_heartbeat();
   else if (!strcmp(c, "absent")) case_absent();
+  else if (!strcmp(c, "absent_back")) case_absent_back();
   else if (!strcmp(c, "lifo")) case_lifo();
   else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "footprint")) case_footprint();
