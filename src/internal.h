@@ -124,6 +124,7 @@
 #define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
 #define MTH_HEARTBEAT 4096                   /* mallocs from one page between two slow-path ticks */
 #define MTH_OVF_AHEAD 8                      /* overflow list: the drain prefetches this far ahead */
+#define MTH_DRAIN_CHUNK 256                  /* a drain for an absent owner holds its lock this long */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
                                                 (xmalloc: 256 slots overflowed on half the frees) */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */
@@ -254,7 +255,8 @@ struct mth_heap_s {
   uint32_t empty_segs;        /* span segments with only the header in use (cache of one) */
   uint32_t ticks;             /* slow-path events; every so often, look at the clock */
   /* The heap's lock (mth_heap_enter): 1 while the owner is on a slow path or another thread
-   * frees into the heap for it (inbox.c); lock_depth counts the owner's nested entries. */
+   * frees into the heap for it (inbox.c), 2 while that thread holds it and the owner waits;
+   * lock_depth counts the owner's nested entries. */
   _Atomic int lock;
   uint32_t lock_depth;
   /* Empty pages kept in their bin queues for reuse (FIFO; see page.c): a program that frees a
@@ -284,6 +286,7 @@ struct mth_heap_s {
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
   uint64_t st_inbox_overflow, st_inbox_drains, st_span_ops, st_segment_ops;
   uint64_t st_proxy_frees;    /* remote frees this thread made into an absent owner's pages */
+  uint64_t st_proxy_yields;   /* drains for this (absent) heap cut short: its owner came back */
   uint64_t st_remote_in;      /* remote frees taken out of this heap's inbox (by whoever holds its
                                  lock): what other threads' st_remote_out counts, less those waiting */
   /* bookkeeping */
@@ -293,6 +296,7 @@ struct mth_heap_s {
   _Atomic int state;          /* MTH_HEAP_LIVE / MTH_HEAP_ABANDONED */
   uint32_t inbox_read;        /* owner's cursor into inbox[] (inbox.c) */
   mth_block_t *held;          /* remote frees a drain for the owner left to it (inbox.c) */
+  mth_block_t *backlog;       /* the rest of an overflow list a drain for the owner took (inbox.c) */
   /* this heap's thread as a freer: its last MTH_OVF_AHEAD blocks pushed on the overflow list
    * of ovf_owner, each newly pushed block pointing at the one this many pushes back (inbox.c) */
   uint32_t ovf_i;
@@ -570,6 +574,10 @@ MTH_INLINE bool mth_heap_try_enter_for(mth_heap_t *heap) {
 }
 MTH_INLINE void mth_heap_leave_for(mth_heap_t *heap) {
   atomic_store_explicit(&heap->lock, 0, memory_order_release);
+}
+/* For the other thread, holding the lock: the owner is back and waits for it (heap.c). */
+MTH_INLINE bool mth_heap_owner_waits(mth_heap_t *heap) {
+  return atomic_load_explicit(&heap->lock, memory_order_relaxed) == 2;
 }
 MTH_HIDDEN mth_heap_t *mth_heap_get_slow(void);
 MTH_HIDDEN void mth_heap_tick(mth_heap_t *heap);

@@ -23,6 +23,7 @@ typedef struct {
   uint64_t pending[MTH_BINS];
   uint64_t live_blocks;
   uint64_t frees_for;         /* remote frees made into an absent owner's pages (inbox.c) */
+  uint64_t yields;            /* such drains cut short for the owner, back and waiting */
   uint64_t remote_in;         /* remote frees taken out of inboxes */
   size_t unpurged;            /* free slices of span segments that may be resident */
   size_t cached;              /* bytes the heaps' caches hold */
@@ -67,6 +68,7 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
   acc->st->span_ops += LOAD(h->st_span_ops);
   acc->st->segment_ops += LOAD(h->st_segment_ops);
   acc->frees_for += LOAD(h->st_proxy_frees);
+  acc->yields += LOAD(h->st_proxy_yields);
   acc->remote_in += LOAD(h->st_remote_in);
   acc->cached += ((size_t)LOAD(h->retired_slices) + LOAD(h->lcache_slices)) << MTH_SLICE_SHIFT;
   /* blocks in a class's cache (bcache.c) are free, though their pages count them as used; the
@@ -89,7 +91,7 @@ static size_t mth_peak_in_use;
 /* Not in struct mtheap_stats (its size is the ABI): the report prints these from here, as the
  * last mtheap_stats_get left them. */
 static struct {
-  uint64_t frees_for, waiting;
+  uint64_t frees_for, yields, waiting;
   size_t unpurged_heaps, unpurged_arena, cached;
 } mth_stats_more;
 
@@ -149,6 +151,7 @@ MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
    * in and not yet sent */
   uint64_t waiting = out->remote_frees > acc.remote_in ? out->remote_frees - acc.remote_in : 0;
   __atomic_store_n(&mth_stats_more.frees_for, acc.frees_for, __ATOMIC_RELAXED);
+  __atomic_store_n(&mth_stats_more.yields, acc.yields, __ATOMIC_RELAXED);
   __atomic_store_n(&mth_stats_more.waiting, waiting, __ATOMIC_RELAXED);
   __atomic_store_n(&mth_stats_more.unpurged_heaps, acc.unpurged, __ATOMIC_RELAXED);
   __atomic_store_n(&mth_stats_more.unpurged_arena, unpurged_arena, __ATOMIC_RELAXED);
@@ -213,11 +216,13 @@ MTHEAP_API void mtheap_stats_print(FILE *f) {
           (unsigned long long)st.lock_acquires, (unsigned long long)st.lock_waits, (double)st.lock_wait_ns / 1000.0);
   uint64_t ops = st.mallocs + st.frees;
   mth_out(fd, "  shared     %llu atomic RMWs (%.2f per 1000 mallocs+frees): remote frees %llu, inbox overflows %llu,\n"
-              "             drains %llu, span ops %llu, segment ops %llu, freed for absent owners %llu\n",
+              "             drains %llu, span ops %llu, segment ops %llu, freed for absent owners %llu\n"
+              "             (drains for them cut short, the owner back and waiting: %llu)\n",
           (unsigned long long)st.shared_rmw, ops ? 1000.0 * (double)st.shared_rmw / (double)ops : 0.0,
           (unsigned long long)st.remote_frees, (unsigned long long)st.inbox_overflows,
           (unsigned long long)st.inbox_drains, (unsigned long long)st.span_ops, (unsigned long long)st.segment_ops,
-          (unsigned long long)__atomic_load_n(&mth_stats_more.frees_for, __ATOMIC_RELAXED));
+          (unsigned long long)__atomic_load_n(&mth_stats_more.frees_for, __ATOMIC_RELAXED),
+          (unsigned long long)__atomic_load_n(&mth_stats_more.yields, __ATOMIC_RELAXED));
   mth_out(fd, "  %10s %14s %14s %12s %8s\n", "block size", "mallocs", "frees", "live", "pages");
   for (size_t i = 0; i < MTHEAP_NUM_CLASSES; i++) {
     const struct mtheap_class_stats *cl = &st.classes[i];

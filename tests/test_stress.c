@@ -25,6 +25,11 @@
  *              back to churn its own blocks, round after round, while three threads free the
  *              bursts (src/inbox.c: they free into its pages for it while it is away) and a
  *              fourth takes slow paths (its ticks drain the absent owner's inbox tail)
+ *   comeback   an owner whose burst another thread freed comes back (a large malloc: a slow
+ *              path, which takes its heap's lock) while a third thread's tick drains its
+ *              inbox for it: round after round, until such a drain was cut short for it (the
+ *              statistics count it; inbox.c leaves the owner the rest), at most 80 rounds.
+ *              Every block verified before its free, every one counted back
  *
  * The source compiles against the prefixed API (TEST_PREFIXED: mtheap_api and its TSan/UBSan
  * builds) or plain malloc (linked with, or preloaded with, libmtheap.so).
@@ -661,9 +666,109 @@ static void case_absent(void) {
           "%" PRIu64 " mallocs but %" PRIu64 " frees counted", s1.mallocs - s0.mallocs, s1.frees - s0.frees);
 }
 
+/* ---- comeback: the owner comes back while another thread drains its inbox for it */
+#define CB_ROUNDS 80
+static void **cb_blocks;
+static size_t cb_n;
+static _Atomic uint64_t cb_ready, cb_freed;   /* rounds allocated, rounds freed */
+static _Atomic int cb_done;
+
+/* "(drains for them cut short, the owner back and waiting: N)" of the statistics report. */
+static uint64_t cb_cut_short(void) {
+  static const char key[] = "the owner back and waiting: ";
+  char line[512];
+  th_report_line(key, line, sizeof line);
+  return strtoull(strstr(line, key) + strlen(key), NULL, 10);
+}
+
+/* Each round: a burst of small blocks (full pages: a drain for the owner frees into them),
+ * a wait with no slow path until the freer is done and 0-25 ms more, then the come-back.
+ * The tick that drains for it starts MTH_ABSENT_MS after its last slow path, and the drain of
+ * a list this long takes milliseconds: some rounds come back in the middle of one. */
+static void *cb_owner(void *arg) {
+  uint64_t *cut = arg, before = cb_cut_short();
+  for (uint64_t round = 1; round <= CB_ROUNDS && *cut == 0; round++) {
+    for (size_t i = 0; i < cb_n; i++) {
+      size_t n = 16 + (i % 5) * 16;
+      cb_blocks[i] = T_MALLOC(n);
+      TCHECK(cb_blocks[i] != NULL);
+      th_fill_seed(cb_blocks[i], n, i + round);
+    }
+    atomic_store_explicit(&cb_ready, round, memory_order_release);
+    while (atomic_load_explicit(&cb_freed, memory_order_acquire) < round) th_sleep_ms(1);
+    th_sleep_ms((int)(round * 7 % 26));
+    char *p = T_MALLOC(200000);   /* a large block: a slow path every time */
+    TCHECK(p != NULL);
+    p[0] = 1;
+    T_FREE(p);
+    for (int k = 0; k < 200; k++) T_FREE(T_MALLOC(16 + (size_t)k * 8));   /* takes the rest in */
+    *cut = cb_cut_short() - before;
+  }
+  atomic_store(&cb_done, 1);
+  return NULL;
+}
+
+static void *cb_freer(void *arg) {
+  (void)arg;
+  for (uint64_t round = 1; round <= CB_ROUNDS; round++) {
+    while (atomic_load_explicit(&cb_ready, memory_order_acquire) < round) {
+      if (atomic_load(&cb_done)) return NULL;
+      sched_yield();
+    }
+    for (size_t i = 0; i < cb_n; i++) {
+      size_t n = 16 + (i % 5) * 16;
+      th_verify_seed(cb_blocks[i], n, n, i + round);
+      T_FREE(cb_blocks[i]);
+    }
+    atomic_store_explicit(&cb_freed, round, memory_order_release);
+  }
+  return NULL;
+}
+
+/* Slow paths of its own (a large malloc each), once the freer is done with a round: its ticks
+ * find the owner away and drain the whole list for it (while the freer frees, the freer might
+ * do it itself, 64 blocks at a time). */
+static void *cb_ticker(void *arg) {
+  (void)arg;
+  while (!atomic_load(&cb_done)) {
+    if (atomic_load(&cb_freed) < atomic_load(&cb_ready)) {
+      sched_yield();
+      continue;
+    }
+    char *p = T_MALLOC(150000);
+    TCHECK(p != NULL);
+    p[0] = 1;
+    T_FREE(p);
+  }
+  return NULL;
+}
+
+static void case_comeback(void) {
+  cb_n = scaled(300000) < 60000 ? 60000 : scaled(300000);
+  cb_blocks = T_MALLOC(cb_n * sizeof *cb_blocks);
+  TCHECK(cb_blocks != NULL);
+  struct mtheap_stats s0, s1;
+  th_stats(&s0);
+  uint64_t cut = 0;
+  pthread_t own, fr, tick;
+  th_thread(&own, cb_owner, &cut);
+  th_thread(&fr, cb_freer, NULL);
+  th_thread(&tick, cb_ticker, NULL);
+  th_join(own);
+  th_join(fr);
+  th_join(tick);
+  TCHECKF(cut > 0, "in %d rounds, no drain for the absent owner was cut short when it came back",
+          CB_ROUNDS);
+  mtheap_collect(true);
+  th_stats(&s1);
+  T_FREE(cb_blocks);
+  TCHECKF(s1.mallocs - s0.mallocs <= s1.frees - s0.frees + OTHER_BLOCKS + 2,
+          "%" PRIu64 " mallocs but %" PRIu64 " frees counted", s1.mallocs - s0.mallocs, s1.frees - s0.frees);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s local|prodcons|migrate|monitor|churn|realloc|huge|inbox [percent]\n", argv[0]);
+    fprintf(stderr, "usage: %s local|prodcons|migrate|monitor|churn|realloc|huge|inbox|absent|comeback [percent]\n", argv[0]);
     return 2;
   }
   if (argc > 2) scale_pct = (unsigned)atoi(argv[2]);
@@ -681,6 +786,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "huge")) case_huge();
   else if (!strcmp(c, "inbox")) case_inbox();
   else if (!strcmp(c, "absent")) case_absent();
+  else if (!strcmp(c, "comeback")) case_comeback();
   else TFAIL("unknown case %s", c);
   printf("test_stress %s (%s, %u%%): passed in %" PRIu64 " ms, peak RSS now %zu MiB\n", c, T_API_NAME,
          scale_pct, th_now_ms() - t0, th_rss() >> 20);
