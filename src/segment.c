@@ -372,7 +372,7 @@ void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero) {
   seg->heap = NULL;
   MTH_RACY_SET(seg->used_mask, ~(uint64_t)0);
   seg->huge_block = (uint8_t *)seg + off;
-  seg->huge_size = (nslots << MTH_SEG_SHIFT) - off;
+  seg->huge_size = mth_huge_usable(size, (nslots << MTH_SEG_SHIFT) - off);
   MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
   mth_segment_publish(seg);
   mth_segmap_set(seg, true);
@@ -415,15 +415,15 @@ void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size) {
       mth_arena_free((uint8_t *)seg + (need << MTH_SEG_SHIFT), have - need, false);
       mth_pages_add((have - need) << MTH_SEG_SHIFT, false);
       seg->nslots = (uint32_t)need;
-      MTH_RACY_SET(seg->huge_size, (need << MTH_SEG_SHIFT) - off);
     }
+    MTH_RACY_SET(seg->huge_size, mth_huge_usable(size, (need << MTH_SEG_SHIFT) - off));
     if (heap != &mth_heap_empty) MTH_RACY_ADD(heap->st_realloc_inplace, 1);
     return p;
   }
   if (mth_arena_try_extend(seg, have, need)) {
     mth_pages_add((need - have) << MTH_SEG_SHIFT, true);
     seg->nslots = (uint32_t)need;
-    MTH_RACY_SET(seg->huge_size, (need << MTH_SEG_SHIFT) - off);
+    MTH_RACY_SET(seg->huge_size, mth_huge_usable(size, (need << MTH_SEG_SHIFT) - off));
     if (heap != &mth_heap_empty) MTH_RACY_ADD(heap->st_realloc_inplace, 1);
     return p;
   }
@@ -442,7 +442,7 @@ void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size) {
   mth_pages_add((need - have) << MTH_SEG_SHIFT, true);
   dst->nslots = (uint32_t)need;
   dst->huge_block = (uint8_t *)dst + off;
-  dst->huge_size = (need << MTH_SEG_SHIFT) - off;
+  dst->huge_size = mth_huge_usable(size, (need << MTH_SEG_SHIFT) - off);
   mth_segment_publish(dst);
   mth_segmap_set(dst, true);
   if (heap != &mth_heap_empty) MTH_RACY_ADD(heap->st_realloc_mremap, 1);

@@ -395,6 +395,33 @@ static void test_realloc(void) {
   T_FREE(hb2);
   T_FREE(spacer);
 
+  /* A huge block's usable size is its request rounded to 4 KiB, not the rest of its run of
+   * 2 MiB slots (programs that count malloc_usable_size -- ruby's GC -- saw up to 1.6x the
+   * bytes asked), and follows it through in-place reallocs; in_use counts it the same way. */
+  {
+    static const size_t sizes[] = {((size_t)5 << 19) + 1, ((size_t)12 << 20) - 100, (size_t)3 << 20};
+    th_stats(&h0);
+    void *h = T_MALLOC(VZ(sizes[0]));
+    TCHECK(h != NULL);
+    th_fill_seed(h, sizes[0], 81);
+    th_stats(&h1);
+    TCHECKF(h1.in_use - h0.in_use < sizes[0] + 4096, "a %zu-byte huge block adds %zu bytes in use",
+            sizes[0], h1.in_use - h0.in_use);
+    size_t kept = sizes[0];
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      void *h2 = T_REALLOC(h, VZ(sizes[i]));
+      TCHECK(h2 != NULL);
+      h = h2;
+      size_t u = T_USABLE_SIZE(h), want = (sizes[i] + 4095) & ~(size_t)4095;
+      TCHECKF(u == want, "huge block of %zu bytes: usable %zu, want %zu (rounded to 4 KiB)", sizes[i], u, want);
+      size_t keep = kept < sizes[i] ? kept : sizes[i];
+      th_verify_seed(h, keep, kept, 81 + i);
+      th_fill_seed(h, sizes[i], 82 + i);
+      kept = sizes[i];
+    }
+    T_FREE(h);
+  }
+
   /* A large block (128 KiB..2 MiB) is resized in its span: shrinking gives the tail slices
    * back and never moves; growing over the slices it just gave back cannot move either (this
    * thread allocated nothing in between), so no byte is copied either way. */
