@@ -669,8 +669,10 @@ static void case_absent(void) {
 /* ---- comeback: the owner comes back while another thread drains its inbox for it */
 #define CB_ROUNDS 80
 static void **cb_blocks;
-static size_t cb_n;
+static size_t cb_cap;                         /* cb_blocks' room */
+static _Atomic size_t cb_n;                   /* this round's burst */
 static _Atomic uint64_t cb_ready, cb_freed;   /* rounds allocated, rounds freed */
+static _Atomic uint64_t cb_free_ms;           /* how long the freer took for the last round */
 static _Atomic int cb_done;
 
 /* "(drains for them cut short, the owner back and waiting: N)" of the statistics report. */
@@ -684,11 +686,15 @@ static uint64_t cb_cut_short(void) {
 /* Each round: a burst of small blocks (full pages: a drain for the owner frees into them),
  * a wait with no slow path until the freer is done and 0-25 ms more, then the come-back.
  * The tick that drains for it starts MTH_ABSENT_MS after its last slow path, and the drain of
- * a list this long takes milliseconds: some rounds come back in the middle of one. */
+ * a list this long takes milliseconds: some rounds come back in the middle of one.  The burst
+ * is sized for the freer to be done in about 4 ms, before the owner counts as away: a slower
+ * freer (TSan's build, a loaded machine) would find it away itself and free into its pages
+ * 64 blocks at a time, leaving no long drain to come back into. */
 static void *cb_owner(void *arg) {
   uint64_t *cut = arg, before = cb_cut_short();
   for (uint64_t round = 1; round <= CB_ROUNDS && *cut == 0; round++) {
-    for (size_t i = 0; i < cb_n; i++) {
+    size_t n_round = atomic_load(&cb_n);
+    for (size_t i = 0; i < n_round; i++) {
       size_t n = 16 + (i % 5) * 16;
       cb_blocks[i] = T_MALLOC(n);
       TCHECK(cb_blocks[i] != NULL);
@@ -703,6 +709,9 @@ static void *cb_owner(void *arg) {
     T_FREE(p);
     for (int k = 0; k < 200; k++) T_FREE(T_MALLOC(16 + (size_t)k * 8));   /* takes the rest in */
     *cut = cb_cut_short() - before;
+    uint64_t ms = atomic_load(&cb_free_ms);
+    size_t next = (size_t)((double)n_round * 4.0 / (double)(ms ? ms : 1));
+    atomic_store(&cb_n, next < 4000 ? 4000 : next > cb_cap ? cb_cap : next);
   }
   atomic_store(&cb_done, 1);
   return NULL;
@@ -715,11 +724,14 @@ static void *cb_freer(void *arg) {
       if (atomic_load(&cb_done)) return NULL;
       sched_yield();
     }
-    for (size_t i = 0; i < cb_n; i++) {
+    uint64_t t0 = th_now_ms();
+    size_t n_round = atomic_load(&cb_n);
+    for (size_t i = 0; i < n_round; i++) {
       size_t n = 16 + (i % 5) * 16;
       th_verify_seed(cb_blocks[i], n, n, i + round);
       T_FREE(cb_blocks[i]);
     }
+    atomic_store(&cb_free_ms, th_now_ms() - t0);
     atomic_store_explicit(&cb_freed, round, memory_order_release);
   }
   return NULL;
@@ -744,8 +756,9 @@ static void *cb_ticker(void *arg) {
 }
 
 static void case_comeback(void) {
-  cb_n = scaled(300000) < 60000 ? 60000 : scaled(300000);
-  cb_blocks = T_MALLOC(cb_n * sizeof *cb_blocks);
+  cb_cap = 300000;
+  atomic_store(&cb_n, scaled(300000) < 60000 ? 60000 : scaled(300000));
+  cb_blocks = T_MALLOC(cb_cap * sizeof *cb_blocks);
   TCHECK(cb_blocks != NULL);
   struct mtheap_stats s0, s1;
   th_stats(&s0);
