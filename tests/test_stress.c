@@ -28,7 +28,7 @@
  *   comeback   an owner whose burst another thread freed comes back (a large malloc: a slow
  *              path, which takes its heap's lock) while a third thread's tick drains its
  *              inbox for it: round after round, until such a drain was cut short for it (the
- *              statistics count it; inbox.c leaves the owner the rest), at most 80 rounds.
+ *              statistics count it; inbox.c leaves the owner the rest), at most 400 rounds.
  *              Every block verified before its free, every one counted back
  *
  * The source compiles against the prefixed API (TEST_PREFIXED: mtheap_api and its TSan/UBSan
@@ -667,12 +667,11 @@ static void case_absent(void) {
 }
 
 /* ---- comeback: the owner comes back while another thread drains its inbox for it */
-#define CB_ROUNDS 80
+#define CB_ROUNDS 400      /* a round meets a drain by chance: 1 in 3 to 1 in 20 (loaded, sanitizers) */
+#define CB_MAX_MS 60000    /* and stops trying after this, well before the watchdog */
 static void **cb_blocks;
-static size_t cb_cap;                         /* cb_blocks' room */
-static _Atomic size_t cb_n;                   /* this round's burst */
+static size_t cb_n;
 static _Atomic uint64_t cb_ready, cb_freed;   /* rounds allocated, rounds freed */
-static _Atomic uint64_t cb_free_ms;           /* how long the freer took for the last round */
 static _Atomic int cb_done;
 
 /* "(drains for them cut short, the owner back and waiting: N)" of the statistics report. */
@@ -683,35 +682,37 @@ static uint64_t cb_cut_short(void) {
   return strtoull(strstr(line, key) + strlen(key), NULL, 10);
 }
 
-/* Each round: a burst of small blocks (full pages: a drain for the owner frees into them),
- * a wait with no slow path until the freer is done and 0-25 ms more, then the come-back.
- * The tick that drains for it starts MTH_ABSENT_MS after its last slow path, and the drain of
- * a list this long takes milliseconds: some rounds come back in the middle of one.  The burst
- * is sized for the freer to be done in about 4 ms, before the owner counts as away: a slower
- * freer (TSan's build, a loaded machine) would find it away itself and free into its pages
- * 64 blocks at a time, leaving no long drain to come back into. */
+/* Each round: a burst of 2 cb_n small blocks, every other one freed at once (so no page of the
+ * burst is full: the freer, finding the owner away, cannot free into them itself and leaves
+ * the whole list to the ticker's drain, however slow it is), the rest published; then no slow
+ * path for 8-24 ms and the come-back.  The ticker's drain starts MTH_ABSENT_MS after the
+ * frees began and takes milliseconds (a block's write each, 150 000 blocks): some rounds come
+ * back in the middle of it, on a loaded machine and in the sanitizers' builds alike. */
 static void *cb_owner(void *arg) {
-  uint64_t *cut = arg, before = cb_cut_short();
-  for (uint64_t round = 1; round <= CB_ROUNDS && *cut == 0; round++) {
-    size_t n_round = atomic_load(&cb_n);
-    for (size_t i = 0; i < n_round; i++) {
+  uint64_t *cut = arg, before = cb_cut_short(), t0 = th_now_ms();
+  for (uint64_t round = 1; round <= CB_ROUNDS && *cut == 0 && th_now_ms() - t0 < CB_MAX_MS; round++) {
+    for (size_t i = 0; i < 2 * cb_n; i++) {
       size_t n = 16 + (i % 5) * 16;
-      cb_blocks[i] = T_MALLOC(n);
-      TCHECK(cb_blocks[i] != NULL);
-      th_fill_seed(cb_blocks[i], n, i + round);
+      void *b = T_MALLOC(n);
+      TCHECK(b != NULL);
+      th_fill_seed(b, n, i + round);
+      if (i & 1) cb_blocks[cb_n + i / 2] = b;   /* freed below, after the burst */
+      else cb_blocks[i / 2] = b;
     }
+    for (size_t i = cb_n; i < 2 * cb_n; i++) T_FREE(cb_blocks[i]);
     atomic_store_explicit(&cb_ready, round, memory_order_release);
-    while (atomic_load_explicit(&cb_freed, memory_order_acquire) < round) th_sleep_ms(1);
-    th_sleep_ms((int)(round * 7 % 26));
+    /* a different point each round: odd rounds in 9-14 ms, where the drain mostly is (10-13 ms
+     * on this machine's builds), even ones in 8-24 ms, in case it is elsewhere on another */
+    long us = (round & 1) ? 9000 + (long)(round * 2377 % 5000) : 8000 + (long)(round * 2377 % 16000);
+    struct timespec ts = {0, us * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
     char *p = T_MALLOC(200000);   /* a large block: a slow path every time */
     TCHECK(p != NULL);
     p[0] = 1;
     T_FREE(p);
+    while (atomic_load_explicit(&cb_freed, memory_order_acquire) < round) th_sleep_ms(1);
     for (int k = 0; k < 200; k++) T_FREE(T_MALLOC(16 + (size_t)k * 8));   /* takes the rest in */
     *cut = cb_cut_short() - before;
-    uint64_t ms = atomic_load(&cb_free_ms);
-    size_t next = (size_t)((double)n_round * 4.0 / (double)(ms ? ms : 1));
-    atomic_store(&cb_n, next < 4000 ? 4000 : next > cb_cap ? cb_cap : next);
   }
   atomic_store(&cb_done, 1);
   return NULL;
@@ -724,29 +725,21 @@ static void *cb_freer(void *arg) {
       if (atomic_load(&cb_done)) return NULL;
       sched_yield();
     }
-    uint64_t t0 = th_now_ms();
-    size_t n_round = atomic_load(&cb_n);
-    for (size_t i = 0; i < n_round; i++) {
-      size_t n = 16 + (i % 5) * 16;
-      th_verify_seed(cb_blocks[i], n, n, i + round);
+    for (size_t i = 0; i < cb_n; i++) {
+      size_t n = 16 + (2 * i % 5) * 16;
+      th_verify_seed(cb_blocks[i], n, n, 2 * i + round);
       T_FREE(cb_blocks[i]);
     }
-    atomic_store(&cb_free_ms, th_now_ms() - t0);
     atomic_store_explicit(&cb_freed, round, memory_order_release);
   }
   return NULL;
 }
 
-/* Slow paths of its own (a large malloc each), once the freer is done with a round: its ticks
- * find the owner away and drain the whole list for it (while the freer frees, the freer might
- * do it itself, 64 blocks at a time). */
+/* Slow paths of its own, a large malloc each: its ticks find the owner away and drain its
+ * inbox for it. */
 static void *cb_ticker(void *arg) {
   (void)arg;
   while (!atomic_load(&cb_done)) {
-    if (atomic_load(&cb_freed) < atomic_load(&cb_ready)) {
-      sched_yield();
-      continue;
-    }
     char *p = T_MALLOC(150000);
     TCHECK(p != NULL);
     p[0] = 1;
@@ -756,9 +749,8 @@ static void *cb_ticker(void *arg) {
 }
 
 static void case_comeback(void) {
-  cb_cap = 300000;
-  atomic_store(&cb_n, scaled(300000) < 60000 ? 60000 : scaled(300000));
-  cb_blocks = T_MALLOC(cb_cap * sizeof *cb_blocks);
+  cb_n = scaled(150000) < 100000 ? 100000 : scaled(150000);   /* a drain long enough to meet */
+  cb_blocks = T_MALLOC(2 * cb_n * sizeof *cb_blocks);
   TCHECK(cb_blocks != NULL);
   struct mtheap_stats s0, s1;
   th_stats(&s0);
@@ -770,8 +762,8 @@ static void case_comeback(void) {
   th_join(own);
   th_join(fr);
   th_join(tick);
-  TCHECKF(cut > 0, "in %d rounds, no drain for the absent owner was cut short when it came back",
-          CB_ROUNDS);
+  TCHECKF(cut > 0, "in %d rounds (or %d s), no drain for the absent owner was cut short when it "
+          "came back", CB_ROUNDS, CB_MAX_MS / 1000);
   mtheap_collect(true);
   th_stats(&s1);
   T_FREE(cb_blocks);
