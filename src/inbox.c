@@ -22,8 +22,8 @@
  *   - a block on the overflow list holds next (word 0) and a hint (word 1, blocks are at least
  *     16 bytes): the block its freer pushed MTH_OVF_AHEAD pushes earlier, or NULL.  The hint is
  *     only ever prefetched, never dereferenced: it may name a block drained and reused since.
- *   - the slots, inbox_read, the reset, heap->held and heap->backlog are consumed only under the heap's lock
- *     (mth_heap_enter): by the owner, or by a freer draining for it (below).
+ *   - the slots, inbox_read, the reset, heap->held and heap->backlog are consumed only under
+ *     the heap's lock (mth_heap_enter): by the owner, or by a freer draining for it (below).
  *
  * Why the hint: a consumer that frees a batch while its producer sleeps (bench malloc_test,
  * 5000 blocks a batch) overflows the array, and the owner walks that list one cache miss at a
