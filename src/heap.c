@@ -111,6 +111,9 @@ mth_heap_t *mth_heap_get_slow(void) {
   if (heap) {
     mth_heaps_abandoned = heap->abandoned_next;
     heap->abandoned_next = NULL;
+    /* the last owner's come-backs are not this thread's (segment.c, mth_span_free_now); nobody
+     * is inside a parked heap, so this needs no lock of its own */
+    heap->absent_purged = heap->absent_returns = 0;
     atomic_store(&mth_have_abandoned, mth_heaps_abandoned != NULL);
     atomic_fetch_add_explicit(&mth_gstats.heaps_reused, 1, memory_order_relaxed);
   } else {

@@ -270,8 +270,8 @@ struct mth_heap_s {
   uint64_t purge_next_ms;     /* earliest purge_at of our segments, 0 = none */
   /* Frees for an absent owner (inbox.c, segment.c: mth_span_free_now), under the heap's lock:
    * absent_purged says slices emptied for it went to the OS at once since its last due tick,
-   * absent_returns how often it came back after that (saturating; a thread that adopts the
-   * heap keeps it: at worst its slices wait the delay, the rule for every other free). */
+   * absent_returns how often it came back after that (saturating; both reset when a new
+   * thread adopts the heap). */
   uint8_t absent_purged, absent_returns;
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */

@@ -31,6 +31,9 @@
  *            it came back) and sleeps while another thread frees them: the first round's
  *            emptied pages go to the OS at once, the later rounds' wait out the purge delay,
  *            as its own frees' do (it would fault them in again: src/segment.c)
+ *   absent_adopt  two such rounds by a thread that then exits, and a third by the next thread,
+ *            which adopts its heap: the adopter's emptied pages go to the OS at once again (the
+ *            first owner's come-backs are not its own)
  *   lifo     a freed block of a big class (above 8 KiB) whose page was full is the class's next
  *            malloc, though another page of the class has free blocks: the block just freed
  *            is the one in cache (its page goes to the front of the class's queue)
@@ -79,7 +82,7 @@
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain */
 #include "testutil.h"
 #include <sys/mman.h>
 
@@ -406,6 +409,40 @@ static void case_absent_back(void) {
             "round %d: %zu bytes purged while the owner slept, though it came back after round 1 "
             "(its emptied pages should wait out the purge delay)", r, again);
   }
+}
+
+/* The first owner: round 1 (purged at once) and 2 (it came back: the delay), then it exits. */
+static void *ab_first_owner(void *arg) {
+  (void)arg;
+  size_t first = ab_round(1), again = ab_round(2);
+  TCHECKF(first >= (size_t)(AB_PAGES - 4) * 32768 && again < 4 * 32768,
+          "first owner: %zu bytes purged in round 1, %zu in round 2", first, again);
+  return NULL;
+}
+
+/* The next thread adopts the parked heap: to it the heap is new, and its first sleep gets its
+ * emptied pages purged at once, as round 1 did (the first owner's returns are not its own). */
+static void *ab_adopter(void *arg) {
+  size_t *purged = arg;
+  *purged = ab_round(3);
+  return NULL;
+}
+
+static void case_absent_adopt(void) {
+  pthread_t t;
+  th_thread(&t, ab_first_owner, NULL);
+  th_join(t);
+  size_t purged = 0;
+  struct mtheap_stats st0, st1;
+  th_stats(&st0);
+  th_thread(&t, ab_adopter, &purged);
+  th_join(t);
+  th_stats(&st1);
+  TCHECKF(st1.heaps_reused >= st0.heaps_reused + 1, "the second thread did not adopt a parked heap "
+          "(heaps reused %" PRIu64 " -> %" PRIu64 ")", st0.heaps_reused, st1.heaps_reused);
+  TCHECKF(purged >= (size_t)(AB_PAGES - 4) * 32768,
+          "the adopter's first sleep: %zu bytes purged, expected its emptied pages (%d bytes): "
+          "it inherited the first owner's come-backs", purged, (AB_PAGES - 4) * 32768);
 }
 
 static size_t resident_range(const void *p, size_t len) {
@@ -935,6 +972,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "heartbeat")) case_heartbeat();
   else if (!strcmp(c, "absent")) case_absent();
   else if (!strcmp(c, "absent_back")) case_absent_back();
+  else if (!strcmp(c, "absent_adopt")) case_absent_adopt();
   else if (!strcmp(c, "lifo")) case_lifo();
   else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "footprint")) case_footprint();
