@@ -242,7 +242,7 @@ static void mth_heap_tick_due(mth_heap_t *heap);
  * call into inbox.c. */
 MTH_INLINE void mth_heap_take_remote(mth_heap_t *heap) {
   if (atomic_load_explicit(&heap->inbox_n, memory_order_relaxed) ||
-      atomic_load_explicit(&heap->remote, memory_order_relaxed) || heap->held || heap->backlog)
+      atomic_load_explicit(&heap->remote, memory_order_relaxed) || heap->held)   /* see inbox.c */
     mth_heap_drain_remote(heap);
 }
 

@@ -298,6 +298,7 @@ struct mth_heap_s {
   uint32_t inbox_read;        /* owner's cursor into inbox[] (inbox.c) */
   mth_block_t *held;          /* remote frees a drain for the owner left to it (inbox.c) */
   mth_block_t *backlog;       /* the rest of an overflow list a drain for the owner took (inbox.c) */
+  mth_block_t *handed;        /* held's one block, moved there from backlog (mth_inbox_hand_over) */
   /* this heap's thread as a freer: its last MTH_OVF_AHEAD blocks pushed on the overflow list
    * of ovf_owner, each newly pushed block pointing at the one this many pushes back (inbox.c) */
   uint32_t ovf_i;
