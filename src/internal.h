@@ -124,7 +124,7 @@
 #define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
 #define MTH_HEARTBEAT 4096                   /* mallocs from one page between two slow-path ticks */
 #define MTH_OVF_AHEAD 8                      /* overflow list: the drain prefetches this far ahead */
-#define MTH_DRAIN_CHUNK 256                  /* a drain for an absent owner holds its lock this long */
+#define MTH_DRAIN_CHUNK 256                  /* blocks a drain for an absent owner frees per lock hold */
 #define MTH_INBOX_SLOTS 1024                 /* remote frees a heap takes before its overflow list
                                                 (xmalloc: 256 slots overflowed on half the frees) */
 #define MTH_MAX_ALLOC ((size_t)1 << 46)      /* larger requests fail with ENOMEM */

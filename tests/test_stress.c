@@ -632,12 +632,15 @@ static void *ab_ticker(void *arg) {
   return NULL;
 }
 
-/* "freed for absent owners N" of the statistics report. */
-static uint64_t ab_freed_for(void) {
+/* The number after key in the statistics report. */
+static uint64_t report_count(const char *key) {
   char line[512];
-  th_report_line("freed for absent owners ", line, sizeof line);
-  return strtoull(strstr(line, "freed for absent owners ") + strlen("freed for absent owners "), NULL, 10);
+  th_report_line(key, line, sizeof line);
+  return strtoull(strstr(line, key) + strlen(key), NULL, 10);
 }
+
+/* "freed for absent owners N" */
+static uint64_t ab_freed_for(void) { return report_count("freed for absent owners "); }
 
 static void case_absent(void) {
   uint64_t rounds = 2 + scaled(6);
@@ -674,13 +677,8 @@ static size_t cb_n;
 static _Atomic uint64_t cb_ready, cb_freed;   /* rounds allocated, rounds freed */
 static _Atomic int cb_done;
 
-/* "(drains for them cut short, the owner back and waiting: N)" of the statistics report. */
-static uint64_t cb_cut_short(void) {
-  static const char key[] = "the owner back and waiting: ";
-  char line[512];
-  th_report_line(key, line, sizeof line);
-  return strtoull(strstr(line, key) + strlen(key), NULL, 10);
-}
+/* "(drains for them cut short, the owner back and waiting: N)" */
+static uint64_t cb_cut_short(void) { return report_count("the owner back and waiting: "); }
 
 /* Each round: a burst of 2 cb_n small blocks, every other one freed at once (so no page of the
  * burst is full: the freer, finding the owner away, cannot free into them itself and leaves
