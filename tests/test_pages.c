@@ -73,6 +73,9 @@
  *   lcache   freed large spans kept for reuse: the next malloc of the length takes one back
  *            with no span operation, calloc's is zeroed, one slice longer serves, at most
  *            MTH_LCACHE_MAX spans of MTH_LCACHE_SLICES kept, none after 2 s idle or collect
+ *   refill   two full pages of a class and a front page with free blocks: a block freed into a
+ *            full page does not take the front; the front page serves until used up, then that
+ *            page's block is the next malloc
  *   drain    640 blocks of one class (256 B, 1 KiB, 4 KiB), a random half freed, then 100 000
  *            random replacements at that count: the class ends with about as many pages as
  *            its live blocks fill (at most its full count in proportion, plus two).  Pages
@@ -82,7 +85,7 @@
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain */
 #include "testutil.h"
 #include <sys/mman.h>
 
@@ -588,6 +591,44 @@ static void case_lifo(void) {
   }
 }
 
+/* Blocks of 1536 bytes (a class nothing else here uses): two full pages, and a front page with
+ * blocks carved and free.  A block freed into a full page puts that page second in the queue,
+ * behind the front page, which serves until it is used up; then the page that got the block
+ * back is the next one refilled. */
+static void case_refill(void) {
+  const size_t size = 1536;
+  enum { MOST = 200 };
+  void *p[MOST];
+  p[0] = T_MALLOC(size);
+  TCHECK(p[0] != NULL);
+  mth_page_t *first = mth_page_of(mth_segment_of(p[0]), p[0]);
+  int per = first->reserved, n = 1;
+  TCHECKF(per >= 4 && 2 * per + 1 <= MOST, "%d blocks of %zu bytes a page", per, size);
+  while (n < 2 * per + 1) TCHECK((p[n++] = T_MALLOC(size)) != NULL);
+  mth_page_t *a = mth_page_of(mth_segment_of(p[per - 1]), p[per - 1]);
+  mth_page_t *front = mth_page_of(mth_segment_of(p[n - 1]), p[n - 1]);
+  TCHECKF(a->used == a->reserved && front != a && front->free != NULL,
+          "setup: page of block %d has %u of %u out, the front page %u of %u and %s free block",
+          per - 1, (unsigned)a->used, (unsigned)a->reserved, (unsigned)front->used, (unsigned)front->reserved, front->free ? "a" : "no");
+  void *freed = p[per - 1];
+  T_FREE(freed);
+  int rest = front->reserved - front->used;
+  for (int i = 0; i < rest; i++) {
+    void *q = T_MALLOC(size);
+    TCHECK(q != NULL);
+    TCHECKF(mth_page_of(mth_segment_of(q), q) == front,
+            "malloc %d of %d after a free into a full page: %p is not on the front page, which "
+            "still had free blocks (a free into a full page took the front)", i + 1, rest, q);
+    TCHECK(n < MOST);
+    p[n++] = q;
+  }
+  void *q = T_MALLOC(size);
+  TCHECKF(q == freed, "the front page used up, the next malloc got %p, not the block freed into "
+          "a full page (%p): that page was not next", q, freed);
+  p[per - 1] = q;
+  for (int i = 0; i < n; i++) T_FREE(p[i]);
+}
+
 enum { BC_N = 2000 };
 #define BC_SIZE ((size_t)16384)
 static void *bc_blocks[BC_N];
@@ -974,6 +1015,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "absent_back")) case_absent_back();
   else if (!strcmp(c, "absent_adopt")) case_absent_adopt();
   else if (!strcmp(c, "lifo")) case_lifo();
+  else if (!strcmp(c, "refill")) case_refill();
   else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "footprint")) case_footprint();
   else if (!strcmp(c, "spans")) case_spans();
