@@ -212,6 +212,15 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
     if (page->free) break;
     mth_page_flush_stats(heap, page);
     if (page->capacity < page->reserved) {
+      /* a page that got blocks back waits behind (mth_page_unfull): its blocks, still
+       * resident, go before fresh memory is carved */
+      mth_page_t *next = page->next;
+      if (next && next->free) {
+        mth_queue_remove(q, next);
+        mth_queue_push_front(q, next);
+        page = next;
+        break;
+      }
       mth_page_extend(page, mth_list_min(page->block_size));
       break;
     }
@@ -395,10 +404,12 @@ void *mth_page_alloc_zero(mth_heap_t *heap, size_t size) {
  * kept that way, 10 now).  Not in front of a page with free blocks: the block would be the
  * next malloc, which then finds this page full again and takes the slow path to drop it, two
  * slow paths per block in a program that frees at random (23% of mallocs and 29% of frees in
- * `larson -t 1`); behind it, the page gathers more frees before its turn.  cachegrind on
- * `larson -t 1 -n 5000 -o 200000 -g 8`: 1353 -> 1302 M instructions (tcmalloc 1286), `window
- * -m 1024` 244 -> 237 M; time (9 interleaved runs) larson 1.74 -> 1.66 s (tcmalloc 1.43),
- * window -m 4096 0.39 -> 0.37 s. */
+ * `larson -t 1`); behind it, the page gathers more frees before its turn.  But it goes before
+ * the front page carves fresh memory (mth_bin_find_page): carving first cost peak RSS (+7% in
+ * `larson -t 2`, `shbench -t 2`, `xmalloc -t 2`, 5 interleaved runs).  cachegrind on `larson
+ * -t 1 -n 5000 -o 200000 -g 8`: 1353 -> 1306 M instructions (tcmalloc 1286), `window -m 1024`
+ * 244 -> 237 M; time (9 interleaved runs) larson 1.74 -> 1.66 s (tcmalloc 1.43), window -m
+ * 4096 0.39 -> 0.37 s; peak RSS unchanged. */
 static void mth_page_unfull(mth_heap_t *heap, mth_page_t *page) {
   mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
   mth_queue_t *q = &heap->bins[page->bin];

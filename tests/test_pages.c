@@ -74,8 +74,8 @@
  *            with no span operation, calloc's is zeroed, one slice longer serves, at most
  *            MTH_LCACHE_MAX spans of MTH_LCACHE_SLICES kept, none after 2 s idle or collect
  *   refill   two full pages of a class and a front page with free blocks: a block freed into a
- *            full page does not take the front; the front page serves until used up, then that
- *            page's block is the next malloc
+ *            full page does not take the front; the front page's free blocks go first, then
+ *            that block, before the front page carves fresh memory
  *   drain    640 blocks of one class (256 B, 1 KiB, 4 KiB), a random half freed, then 100 000
  *            random replacements at that count: the class ends with about as many pages as
  *            its live blocks fill (at most its full count in proportion, plus two).  Pages
@@ -592,9 +592,9 @@ static void case_lifo(void) {
 }
 
 /* Blocks of 1536 bytes (a class nothing else here uses): two full pages, and a front page with
- * blocks carved and free.  A block freed into a full page puts that page second in the queue,
- * behind the front page, which serves until it is used up; then the page that got the block
- * back is the next one refilled. */
+ * blocks carved and free.  A block freed into a full page puts that page second in the queue:
+ * the front page's free blocks go first, then that block, before the front page carves fresh
+ * memory. */
 static void case_refill(void) {
   const size_t size = 1536;
   enum { MOST = 200 };
@@ -607,24 +607,25 @@ static void case_refill(void) {
   while (n < 2 * per + 1) TCHECK((p[n++] = T_MALLOC(size)) != NULL);
   mth_page_t *a = mth_page_of(mth_segment_of(p[per - 1]), p[per - 1]);
   mth_page_t *front = mth_page_of(mth_segment_of(p[n - 1]), p[n - 1]);
-  TCHECKF(a->used == a->reserved && front != a && front->free != NULL,
-          "setup: page of block %d has %u of %u out, the front page %u of %u and %s free block",
-          per - 1, (unsigned)a->used, (unsigned)a->reserved, (unsigned)front->used, (unsigned)front->reserved, front->free ? "a" : "no");
+  int carved = 0;
+  for (mth_block_t *b = front->free; b; b = b->next) carved++;
+  TCHECKF(a->used == a->reserved && front != a && carved > 0 && front->capacity < front->reserved,
+          "setup: page of block %d has %u of %u out, the front page %u of %u with %d free and %u "
+          "carved", per - 1, (unsigned)a->used, (unsigned)a->reserved, (unsigned)front->used,
+          (unsigned)front->reserved, carved, (unsigned)front->capacity);
   void *freed = p[per - 1];
   T_FREE(freed);
-  int rest = front->reserved - front->used;
-  for (int i = 0; i < rest; i++) {
+  for (int i = 0; i < carved; i++) {
     void *q = T_MALLOC(size);
     TCHECK(q != NULL);
     TCHECKF(mth_page_of(mth_segment_of(q), q) == front,
             "malloc %d of %d after a free into a full page: %p is not on the front page, which "
-            "still had free blocks (a free into a full page took the front)", i + 1, rest, q);
-    TCHECK(n < MOST);
+            "still had free blocks (a free into a full page took the front)", i + 1, carved, q);
     p[n++] = q;
   }
   void *q = T_MALLOC(size);
-  TCHECKF(q == freed, "the front page used up, the next malloc got %p, not the block freed into "
-          "a full page (%p): that page was not next", q, freed);
+  TCHECKF(q == freed, "the front page's free blocks used, the next malloc got %p, not the block "
+          "freed into a full page (%p): fresh memory carved before a freed block", q, freed);
   p[per - 1] = q;
   for (int i = 0; i < n; i++) T_FREE(p[i]);
 }
