@@ -408,8 +408,9 @@ void *mth_page_alloc_zero(mth_heap_t *heap, size_t size) {
  * the front page carves fresh memory (mth_bin_find_page): carving first cost peak RSS (+7% in
  * `larson -t 2`, `shbench -t 2`, `xmalloc -t 2`, 5 interleaved runs).  cachegrind on `larson
  * -t 1 -n 5000 -o 200000 -g 8`: 1353 -> 1306 M instructions (tcmalloc 1286), `window -m 1024`
- * 244 -> 237 M; time (9 interleaved runs) larson 1.74 -> 1.66 s (tcmalloc 1.43), window -m
- * 4096 0.39 -> 0.37 s; peak RSS unchanged. */
+ * 244 -> 237 M; time (7 interleaved runs, medians) `larson -t 1 -n 5000 -o 2000000 -g 8` 1.31
+ * -> 1.27 s (tcmalloc 1.08), `window -t 1 -w 2000 -n 5000000 -m 4096` 0.39 -> 0.37 s
+ * (tcmalloc 0.35); peak RSS unchanged (docs/PERFORMANCE.md). */
 static void mth_page_unfull(mth_heap_t *heap, mth_page_t *page) {
   mth_page_set_flags(page, page->flags & ~(uint32_t)MTH_PAGE_FULL, heap);
   mth_queue_t *q = &heap->bins[page->bin];

@@ -608,7 +608,8 @@ static void case_refill(void) {
   TCHECK(p[0] != NULL);
   mth_page_t *first = mth_page_of(mth_segment_of(p[0]), p[0]);
   int per = first->reserved, n = 1;
-  TCHECKF(per >= 4 && 2 * per + 1 <= MOST, "%d blocks of %zu bytes a page", per, size);
+  /* two pages, one block, and at most a page's worth of carved blocks fit in p[] */
+  TCHECKF(per >= 4 && 3 * per + 1 <= MOST, "%d blocks of %zu bytes a page", per, size);
   while (n < 2 * per + 1) TCHECK((p[n++] = T_MALLOC(size)) != NULL);
   mth_page_t *a = mth_page_of(mth_segment_of(p[per - 1]), p[per - 1]);
   mth_page_t *front = mth_page_of(mth_segment_of(p[n - 1]), p[n - 1]);
