@@ -3,16 +3,17 @@
  * write: a thread allocating and freeing its own small blocks touches only its own heap.
  *
  * malloc: size -> heap->direct[] (the first page of its class, up to 128 KiB, or the class's
- *   block cache when no page has room: bcache.c) -> pop page->free.  Everything else (an empty list, a larger size, a thread without a heap)
- *   goes to mth_malloc_slow.  Every MTH_HEARTBEAT mallocs from a page, the malloc also runs
+ *   block cache from the time that page runs dry until the cache does: bcache.c) -> pop
+ *   page->free.  Everything else (an empty list, a larger size, a thread without a heap) goes
+ *   to mth_malloc_slow.  Every MTH_HEARTBEAT mallocs from a page, the malloc also runs
  *   the heap's tick (mth_malloc_heartbeat: remote frees taken in, memory purged), so a thread
  *   that never leaves the fast path still does that work.
  * free:   pointer -> segmap byte (is it ours?) -> page (slice index and back-offset) -> if
  *   page->owner is our heap (which also says the page needs no care), push on page->free:
  *   LIFO, so the next malloc of the class reuses the block still in cache.  A block already at
- *   the head of that list is a double free (mth_free_twice).  A full page of ours whose class
- *   has a block cache says so in its owner (mth_owner_cached): the block goes to the cache
- *   (mth_bcache_free) without the slow path.
+ *   the head of that list is a double free (mth_free_twice).  A full page of ours whose frees
+ *   go to its class's block cache says so in its owner (mth_owner_cached): the block goes to
+ *   the cache (mth_bcache_free) without the slow path.
  *   A page left empty stays as it is when it is the only page of a small class (its queue
  *   links are both NULL: the per-class cache of one page) or listed as retired already;
  *   anything else is retired (page.c).
@@ -63,7 +64,7 @@ MTH_INLINE void mth_free_fast(void *p) {
         mth_page_emptied(heap, page);
       return;
     }
-    /* our full page of a class with a block cache: one jump to the cache (bcache.c), not
+    /* our full page whose frees go to the block cache: one jump to the cache (bcache.c), not
      * the slow path's checks; out of line, so the common case above keeps its short
      * prologue.  The owner is read again, as an atomic the compiler does not merge with the
      * first read: keeping that one in a register cost the common case an instruction. */

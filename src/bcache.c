@@ -1,48 +1,71 @@
-/* Block caches: freed blocks of the classes above MTH_RETAIN_MAX kept per heap and class, so
- * that the pages of those classes do not go back and forth between full and not full.
+/* Block caches: blocks freed into full pages, kept per heap and class and handed out again
+ * last freed first, so that full pages do not go back and forth between full and not full,
+ * and a class spread over many pages reuses the blocks still in cache.
  *
- * Why: a page of a class above 8 KiB holds two to eight blocks (mth_bin_slices), so with many
- * such blocks live it is full most of the time.  Every free into it put it back into its bin
+ * Why, above 8 KiB: a page of such a class holds two to eight blocks (mth_bin_slices), so with
+ * many blocks live it is full most of the time.  Every free into it put it back into its bin
  * queue (and updated the direct table), and the next malloc took it out again, touching two or
  * three page descriptors each way.  `bench window -m 65536`, one thread: three mallocs and
  * frees in four took the slow paths, the allocator was 19% of the run against tcmalloc's 9%
  * (perf), and the run took 1.10-1.15x tcmalloc's time.
  *
- * How: a block freed into a full page of such a class goes to the class's cache, which is the
- * free list of a page descriptor inside the heap (heap->bcache[]).  direct[] names that
- * descriptor while the class has no page with room, so malloc's fast path pops a cached block
- * like any other, the last freed first.  A free into a page with room still takes the fast path
- * onto the page's own list.
+ * Why, up to 8 KiB, once a heap's blocks of these classes pass MTH_LIFO_BYTES (heap->lifo,
+ * page.c): a block freed into a page behind the front one waits until malloc gets round to
+ * that page, by then out of cache, where tcmalloc's one list per class hands it out next.
+ * With the working set past a core's L2 that was the gap left on one thread: `window -t 1 -w
+ * 2000 -m 4096` 0.42 s against tcmalloc's 0.37, `larson -t 1 -n 5000` 1.18 against 1.05.
+ * Below the bound every block is in cache anyway, and a free that goes to the page or to the
+ * cache depending on whether the page is full is a branch the processor cannot predict:
+ * always on, `larson -t 1 -n 1000` (500 KB live) took 9% longer, with 44% of its frees
+ * mispredicted (cachegrind), against none with the page's list alone.
  *
- * How many: the cache must be about as deep as the class's churn (depths of 8 and 16 did not
- * move `window`'s time; 32-64 matched tcmalloc's), but a program that stops using a class must
- * not keep its pages pinned.  So a class may hold up to 2 MiB (bcache_cap), and every
- * MTH_BCACHE_SCAVENGE_MS it gives back the blocks that stayed in it the whole interval
- * (bcache_low, its low-water mark, sampled at its heartbeats), as tcmalloc's thread caches do.
- * The interval is short because a burst of frees fills every cache at once: with 1 s, a freed
- * 1 GiB peak (`rss-return`) left 6.2% resident after 3 s against 1.7% without caches, the
- * cached blocks keeping their pages from emptying until the second scavenge.  A depth that
- * adapts to misses and overflows (tcmalloc's max_length) was tried: with 100 mallocs then 100
- * frees of 16 KiB it stayed short of the batch, and every round sent a quarter of the frees
- * back to their pages (154-228 instructions per block against 112 without a cache).
+ * How: a block freed into a full page (its owner tag says so, alloc.h) goes to the class's
+ * cache, which is the free list of a page descriptor inside the heap (heap->bcache[]).  When
+ * the class's front page runs dry and the cache has blocks, direct[] names the cache until it
+ * runs dry in turn, so malloc's fast path pops cached blocks like any other, the last freed
+ * first; the blocks of pages with room wait.  Those are the pages losing blocks, which then
+ * empty and go back instead of being refilled (test_pages drain), and the cache stays short.
+ * A free into a page with room still takes the fast path onto the page's own list.
+ *
+ * How many: the cache must be about as deep as the class's churn (above 8 KiB, depths of 8
+ * and 16 did not move `window`'s time; 32-64 matched tcmalloc's), but a program that stops
+ * using a class must not keep its pages pinned.  So a class above 8 KiB may hold up to 2 MiB
+ * and one up to 8 KiB 64 KiB (bcache_cap: with 256 KiB, `test_pages drain` kept 24 pages of 4
+ * KiB blocks where 21 hold them), and every MTH_BCACHE_SCAVENGE_MS a cache gives back the
+ * blocks that stayed in it the whole interval (bcache_low, its low-water mark, sampled at its
+ * heartbeats), as tcmalloc's thread caches do.  The interval is short because a burst of frees
+ * fills every cache at once: with 1 s, a freed 1 GiB peak (`rss-return`) left 6.2% resident
+ * after 3 s against 1.7% without caches, the cached blocks keeping their pages from emptying
+ * until the second scavenge.  A depth that adapts to misses and overflows (tcmalloc's
+ * max_length) was tried: with 100 mallocs then 100 frees of 16 KiB it stayed short of the
+ * batch, and every round sent a quarter of the frees back to their pages (154-228
+ * instructions per block against 112 without a cache).
  *
  * Invariants:
  *   - a cached block still counts in its own page's used: the page stays full, in no queue,
  *     and cannot empty while the block is cached.  Cached blocks lie in pages the heap holds
  *     anyway, so the cache maps no memory; what it can do is keep pages from being released;
  *   - a cache holds at most its reserved blocks: its own cap, min(MTH_BCACHE_DEPTH,
- *     MTH_BCACHE_CLASS_BYTES / size), plus what it borrowed (mth_bcache_grow); heap->bcache_extra
- *     is the sum of the loans, in bytes, and never above MTH_BCACHE_EXTRA_BYTES.  So at most 2 MiB
- *     per class and 64 MiB per heap, plus 8 MiB lent; a block left in a cache is given back
- *     within two scavenge intervals (200 ms) of ticks, and a loan once its class needs it no
- *     more (README);
+ *     MTH_BCACHE_CLASS_BYTES / size) above 8 KiB and min(MTH_BCACHE_DEPTH,
+ *     MTH_BCACHE_SMALL_BYTES / size) up to 8 KiB, plus, above 8 KiB only, what it borrowed
+ *     (mth_bcache_grow); heap->bcache_extra is the sum of the loans, in bytes, and never above
+ *     MTH_BCACHE_EXTRA_BYTES.  So at most 2 MiB per class and 64 MiB per heap above 8 KiB,
+ *     plus 8 MiB lent, and 3.0 MiB per heap for the 56 classes up to 8 KiB; a block left in a
+ *     cache is given back within two scavenge intervals (200 ms) of ticks, and a loan once its
+ *     class needs it no more (README);
  *   - the descriptor's used is minus the number of blocks it holds (the fast path adds one per
  *     pop, mth_bcache_put subtracts one per block); its credit and bin count its mallocs as a
  *     page's do, with a heartbeat every MTH_BCACHE_BEAT pops (the tick, and the low-water mark);
  *   - a cache descriptor is in no queue and no segment (flags MTH_PAGE_META, owner NULL):
  *     nothing reaches it from an address.  Until its class's first free into a full page it
- *     is all zeros (flags 0, cap 0: it takes no block, and malloc finds its list empty), so a
- *     thread that never uses these classes never touches their page of the heap;
+ *     is all zeros (flags 0, cap 0: it takes no block, and malloc finds its list empty), and
+ *     direct[] names mth_page_empty instead, so a thread never touches the descriptors of the
+ *     classes it never needed a cache for; heap->bcache_set lists those set up, the only ones
+ *     scavenge and flush visit;
+ *   - a page's owner tag is set when it fills (mth_page_set_flags): the frees into a page that
+ *     filled while the heap was small take the slow path (mth_page_free_local, which sends
+ *     them to the cache if the heap is large now), and one that filled while it was large
+ *     keeps its tag; either is correct, only the cost differs;
  *   - thread exit, abandonment and mtheap_collect(true) give every cached block back to its page
  *     (mth_bcache_flush), so a parked heap's pages can empty and be released; so does a heap
  *     that finds no room for a span in its segments, before it takes a new one (segment.c);
@@ -54,7 +77,7 @@
 
 static size_t mth_bcache_cap(size_t bs) {
   if (mth_opt.purge_delay_ms == 0 || !mth_opt.bcache) return 0;
-  size_t n = MTH_BCACHE_CLASS_BYTES / bs;
+  size_t n = (bs > MTH_RETAIN_MAX ? MTH_BCACHE_CLASS_BYTES : MTH_BCACHE_SMALL_BYTES) / bs;
   return n < MTH_BCACHE_DEPTH ? n : MTH_BCACHE_DEPTH;
 }
 
@@ -69,6 +92,8 @@ bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c) {
   MTH_RACY_SET(c->block_size, (uint32_t)mth_bin_size(bin));
   c->reserved = (uint16_t)mth_bcache_cap(mth_bin_size(bin));   /* a cache's room: its cap */
   MTH_RACY_SET(c->flags, MTH_PAGE_META);   /* last: what statistics test for "set up" */
+  size_t k = (size_t)(c - heap->bcache);
+  heap->bcache_set[k / 64] |= (uint64_t)1 << (k % 64);
   return c->reserved != 0;
 }
 
@@ -81,7 +106,7 @@ bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c) {
  * holds no more than its own cap. */
 bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c) {
   size_t bs = c->block_size, base = mth_bcache_cap(bs);
-  if (base == 0 || c->reserved >= MTH_BCACHE_DEPTH) return false;
+  if (base == 0 || c->reserved >= MTH_BCACHE_DEPTH || bs <= MTH_RETAIN_MAX) return false;
   size_t want = c->reserved + (c->reserved + 1) / 2;
   if (want > MTH_BCACHE_DEPTH) want = MTH_BCACHE_DEPTH;
   size_t more = (want - c->reserved) * bs;
@@ -163,9 +188,23 @@ void *mth_bcache_pop(mth_heap_t *heap, mth_page_t *cache) {
 
 /* From the tick, once per interval: each class gives back what it did not use since the last
  * scavenge (its low-water mark), and starts a new interval at what it holds now. */
+/* The caches set up, in order: only those are ever touched (a heap's 88 descriptors are three
+ * pages of memory, most of them never written). */
+static bool mth_bcache_next(const mth_heap_t *heap, size_t *k) {
+  for (size_t w = *k / 64; w < sizeof heap->bcache_set / sizeof heap->bcache_set[0]; w++) {
+    uint64_t bits = heap->bcache_set[w];
+    if (w == *k / 64) bits &= ~(uint64_t)0 << (*k % 64);
+    if (bits) {
+      *k = w * 64 + (size_t)__builtin_ctzll(bits);
+      return true;
+    }
+  }
+  return false;
+}
+
 void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now) {
   size_t held = 0;
-  for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
+  for (size_t k = 0; mth_bcache_next(heap, &k); k++) {
     mth_page_t *c = &heap->bcache[k];
     size_t idle = heap->bcache_low[k];
     for (size_t i = 0; i < idle && c->free; i++) {
@@ -183,7 +222,7 @@ void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now) {
 }
 
 void mth_bcache_flush(mth_heap_t *heap) {
-  for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
+  for (size_t k = 0; mth_bcache_next(heap, &k); k++) {
     mth_page_t *c = &heap->bcache[k];
     while (c->free) {
       mth_block_t *b = mth_bcache_take(c);

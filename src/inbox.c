@@ -140,8 +140,8 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
  * How: a freer that finds the owner's array full -- MTH_INBOX_SLOTS frees since the owner last
  * drained -- asks, at every 64th such free, whether the owner is away: no slow path for
  * MTH_ABSENT_MS (mth_heap_absent).  If so it tries the owner's lock once and, holding it, frees
- * the block into its page itself where the owner's fast paths cannot be touching that page: a
- * full page of a class without a block cache, or a large span (mth_page_free_for).  A page that
+ * the block into its page itself where the owner's fast paths cannot be changing that page: a
+ * full page (they only read its tag, internal.h), or a large span (mth_page_free_for).  A page that
  * empties goes back to its segment and its memory to the OS (after the purge delay for an owner
  * that came back after such a purge before: segment.c), an emptied segment to the arena,
  * where any thread reuses it.  The owner's backlog (slots and overflow list) goes the same way,
@@ -154,7 +154,7 @@ void mth_heap_drain_remote(mth_heap_t *heap) {
  * producers, 1.12-1.14x the peak RSS when every overflow asked).  The cost to a freer: a clock
  * read per 64 overflows, and per batch one CAS on the owner's lock. */
 MTH_INLINE bool mth_free_for_ok(const mth_page_t *page, uint32_t flags) {
-  return (flags == MTH_PAGE_FULL && MTH_RACY_GET(page->bin) < MTH_BCACHE_BIN0) ||
+  return flags == MTH_PAGE_FULL ||
          (flags == 0 && MTH_RACY_GET(page->bin) == MTH_BIN_LARGE);
 }
 

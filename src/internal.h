@@ -18,18 +18,21 @@
  *     A pointer whose slot bit is clear is not a span block (free() then looks it up slowly).
  *   - page->owner == heap  <=>  page->flags == 0 and heap owns the page: an ordinary in-use
  *     span page, not full, with no aligned blocks.  page->owner == mth_owner_cached(heap)
- *     <=>  page->flags == MTH_PAGE_FULL, its class has a block cache (bcache.c) and heap owns
- *     it.  Every other state (free slice, header slice, aligned, a full page of another class)
- *     has owner NULL, so the free fast path needs one comparison, and a second one, off its
+ *     <=>  page->flags == MTH_PAGE_FULL, heap owns it, and its frees go to its class's block
+ *     cache (bcache.c: a class above 8 KiB, or any class while the heap is large, heap->lifo,
+ *     when the page filled).  Every other state (free slice, header slice, aligned, any other
+ *     full page) has owner NULL, so the free fast path needs one comparison, and a second one, off its
  *     common case, sends a block freed into a full page to its cache inline.
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
  *     inbox's overflow list), heap->held (remote frees a drain for an absent owner left to it,
  *     inbox.c), a heap's block cache (heap->bcache[], bcache.c), or none (live).
- *   - a page with MTH_PAGE_FULL set (of a class without a block cache) is touched only under
- *     its heap's lock (mth_heap_enter), by its owner's slow paths or by a thread freeing into it
- *     for an absent owner (inbox.c); the owner's fast paths never reach it.  A large span is
+ *   - a page with MTH_PAGE_FULL set is changed only under its heap's lock (mth_heap_enter), by
+ *     its owner's slow paths or by a thread freeing into it for an absent owner (inbox.c); the
+ *     owner's fast paths only read its owner tag and class, to send a block to the class's
+ *     cache (mth_bcache_free), whose blocks still count in their pages' used, so no other
+ *     thread's free can empty the page under it.  A large span is
  *     its one block's: the owner's free fast path touches it only to free that block, which no
  *     other thread is freeing at the same time (that would be a double free).
  *   - 0 < page->credit <= MTH_HEARTBEAT (a block cache's: MTH_BCACHE_BEAT); beat - credit
@@ -107,10 +110,13 @@
 #define MTH_RETIRED_MAX 32                   /* further empty pages a heap keeps for a while, */
 #define MTH_RETIRED_SLICES ((2u << 20) >> MTH_SLICE_SHIFT)  /* ... holding at most 2 MiB of slices, */
 #define MTH_RETIRED_TICKS 1024               /* ... for at most this many slow-path ticks */
-#define MTH_BCACHE_BIN0 57                   /* first class above MTH_RETAIN_MAX (9 KiB) */
+#define MTH_BCACHE_BIN0 1                    /* every class has a block cache descriptor, */
+#define MTH_BCACHE_BIG 57                    /* ... used always from here (9 KiB, above MTH_RETAIN_MAX), */
+#define MTH_LIFO_BYTES ((size_t)1 << 20)     /* ... below only while a heap's blocks of them exceed this (bcache.c) */
 #define MTH_BCACHE_BINS (MTH_BINS - MTH_BCACHE_BIN0)
 #define MTH_BCACHE_DEPTH 255                 /* blocks a class's cache may hold (uint8), and bytes: */
 #define MTH_BCACHE_CLASS_BYTES ((size_t)2 << 20)   /* 32 classes: 64 MiB a heap (bcache.c) */
+#define MTH_BCACHE_SMALL_BYTES ((size_t)64 << 10)   /* a class below MTH_BCACHE_BIG: 3.5 MiB a heap */
 #define MTH_BCACHE_EXTRA_BYTES ((size_t)8 << 20)   /* past those, lent to busy classes: a heap's in all */
 /* A freed huge block's slots stay resident for the next huge malloc at most this long (the
  * purge delay applies to everything else): a program whose big tables are rebuilt and dropped
@@ -187,16 +193,6 @@ MTH_INLINE mth_heap_t *mth_owner_cached(const mth_heap_t *heap) {
   return (mth_heap_t *)((uintptr_t)heap | 1);
 }
 
-/* Keep page->owner in step with page->flags (and page->bin, set before any flags). */
-/* Other threads read both fields (a remote free checks them): relaxed atomics, which cost
- * nothing on x86 but keep the race benign in the C memory model and quiet under TSan. */
-MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t *heap) {
-  mth_heap_t *owner = NULL;
-  if (flags == 0) owner = heap;
-  else if (flags == MTH_PAGE_FULL && heap && page->bin >= MTH_BCACHE_BIN0) owner = mth_owner_cached(heap);
-  __atomic_store_n(&page->flags, flags, __ATOMIC_RELAXED);
-  __atomic_store_n(&page->owner, owner, __ATOMIC_RELAXED);
-}
 MTH_INLINE uint32_t mth_page_flags(const mth_page_t *page) { return __atomic_load_n(&page->flags, __ATOMIC_RELAXED); }
 
 /* A descriptor that describes no span: a free slice (MTH_PAGE_UNUSED), the header
@@ -255,6 +251,11 @@ struct mth_heap_s {
   mth_segment_t *segs_avail, *segs_full;
   uint32_t empty_segs;        /* span segments with only the header in use (cache of one) */
   uint32_t ticks;             /* slow-path events; every so often, look at the clock */
+  /* bytes of blocks carved in pages of classes below MTH_BCACHE_BIG, and whether they are more
+   * than MTH_LIFO_BYTES: then those classes' full pages send their frees to the block caches
+   * too (bcache.c) */
+  size_t small_bytes;
+  bool lifo;
   /* The heap's lock (mth_heap_enter): 1 while the owner is on a slow path or another thread
    * frees into the heap for it (inbox.c), 2 while that thread holds it and the owner waits;
    * lock_depth counts the owner's nested entries. */
@@ -274,6 +275,7 @@ struct mth_heap_s {
    * thread adopts the heap). */
   uint8_t absent_purged, absent_returns;
   uint8_t bcache_low[MTH_BCACHE_BINS];    /* fewest it held since the last scavenge */
+  uint64_t bcache_set[(MTH_BCACHE_BINS + 63) / 64];   /* caches set up: what scavenge and flush visit */
   uint64_t bcache_scavenge_ms;            /* next scavenge, 0 = no block cached */
   size_t bcache_extra;                    /* bytes of caps lent past MTH_BCACHE_CLASS_BYTES */
   /* Large spans freed and kept for the next large malloc (page.c), the latest last; the
@@ -309,18 +311,31 @@ struct mth_heap_s {
   _Atomic(mth_block_t *) remote;                      /* overflow list: inbox[] was full */
   _Atomic uint32_t help_ticks;  /* the owner's ticks when another thread first saw them, */
   _Atomic uint64_t help_ms;     /* ... and when (mth_heap_absent) */
-  /* Block caches (bcache.c): per class above MTH_RETAIN_MAX, blocks freed into full pages, as
-   * the free list of a descriptor no segment holds, which direct[] names while the class has
-   * no page with room.  All zeros (a cache that takes nothing) until the class's first free
-   * into a full page sets it up (mth_bcache_setup).  Here, past the fields every thread uses
-   * and before the inbox, with heaps page-aligned (heap.c): a thread that uses neither these
-   * classes nor remote frees keeps its heap to two resident pages (tests/test_pages.c footprint). */
+  /* Block caches (bcache.c): per class, blocks freed into full pages, as the free list of a
+   * descriptor no segment holds, which direct[] names from the time the class's front page
+   * runs dry until the cache does.  All zeros (a cache that takes nothing) until the class's
+   * first free into a full page sets it up (mth_bcache_setup; bcache_set says which are).
+   * Here, past the fields every thread uses and before the inbox, with heaps page-aligned
+   * (heap.c): a thread that frees into no full page and gets no remote frees keeps its heap
+   * to two resident pages (tests/test_pages.c footprint). */
   _Alignas(MTH_CACHE_LINE) mth_page_t bcache[MTH_BCACHE_BINS];
   _Alignas(MTH_CACHE_LINE) _Atomic(mth_block_t *) inbox[MTH_INBOX_SLOTS];
   _Alignas(MTH_CACHE_LINE) char tail_pad_[0];
 };
 
 enum { MTH_HEAP_LIVE = 1, MTH_HEAP_ABANDONED = 2 };
+
+/* Keep page->owner in step with page->flags (and page->bin, set before any flags). */
+/* Other threads read both fields (a remote free checks them): relaxed atomics, which cost
+ * nothing on x86 but keep the race benign in the C memory model and quiet under TSan. */
+MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t *heap) {
+  mth_heap_t *owner = NULL;
+  if (flags == 0) owner = heap;
+  else if (flags == MTH_PAGE_FULL && heap && (page->bin >= MTH_BCACHE_BIG || heap->lifo))
+    owner = mth_owner_cached(heap);
+  __atomic_store_n(&page->flags, flags, __ATOMIC_RELAXED);
+  __atomic_store_n(&page->owner, owner, __ATOMIC_RELAXED);
+}
 
 /* ---- globals ---- */
 extern MTH_HIDDEN uintptr_t mth_secret;
@@ -340,7 +355,7 @@ typedef struct {
   bool verbose;
   bool thp;                   /* allow transparent huge pages in our regions */
   bool abort_on_invalid;      /* invalid free: abort (default) or report and ignore */
-  bool bcache;                /* block caches for classes above 8 KiB (bcache.c) */
+  bool bcache;                /* block caches (bcache.c) */
   size_t region_size;         /* address space reserved per region */
 } mth_options_t;
 extern MTH_HIDDEN mth_options_t mth_opt;

@@ -4,10 +4,10 @@
  * Invariants:
  *   - bins[b] holds the heap's pages of class b that may have a free block; heap->direct[]
  *     entries of class b point at bins[b].first (or, with none, at the class's block cache,
- *     bcache.c, above 8 KiB, else at mth_page_empty) -- updated whenever the first page
- *     changes, so the fast path never needs a NULL check.  One exception: while the first
- *     page has no free block (only room not yet carved) and the class's cache has blocks,
- *     they name the cache; the slow path that finds it dry names the first page again.
+ *     bcache.c, once it is set up, else at mth_page_empty) -- updated whenever the first page
+ *     changes, so the fast path never needs a NULL check.  One exception: from the time the
+ *     first page runs dry while the class's cache has blocks until the cache runs dry, they
+ *     name the cache; the slow path that finds it dry names the first page again.
  *   - a page with MTH_PAGE_FULL set is in no queue at all (next == prev == NULL): nothing ever
  *     walks the full pages, and a list of them cost every full/unfull transition two or three
  *     cache misses on other pages' descriptors (perf on `window -m 65536`).
@@ -92,10 +92,14 @@ static void mth_direct_point(mth_heap_t *heap, size_t bin, mth_page_t *page) {
 }
 
 /* direct[] of bin -> its queue's first page; with none, the class's block cache (bcache.c)
- * or, for the classes without one, mth_page_empty. */
+ * or, while that is not set up, mth_page_empty. */
 void mth_direct_update(mth_heap_t *heap, size_t bin) {
   mth_page_t *page = heap->bins[bin].first;
-  if (!page) page = bin >= MTH_BCACHE_BIN0 ? &heap->bcache[bin - MTH_BCACHE_BIN0] : &mth_page_empty;
+  if (!page) {
+    /* a cache never set up has an empty list too, but its descriptor would be touched */
+    page = &heap->bcache[bin - MTH_BCACHE_BIN0];
+    if (page->flags == 0) page = &mth_page_empty;
+  }
   mth_direct_point(heap, bin, page);
 }
 
@@ -167,13 +171,25 @@ MTH_INLINE size_t mth_list_min(size_t bs) {
   return n ? n : 1;
 }
 
+/* The heap's bytes of blocks carved in pages of classes below MTH_BCACHE_BIG, as pages are
+ * carved and released, and with them whether the heap is large (bcache.c: whether those
+ * classes' full pages send their frees to the block caches).  Carved, not spanned: a page is
+ * carved as far as its class was ever used at once, while every class used at all has a page
+ * of 32 KiB or more (a program with 500 KB live in forty classes spans more than 1 MiB). */
+static void mth_heap_count_small(mth_heap_t *heap, size_t bytes, bool add) {
+  if (add) heap->small_bytes += bytes;
+  else heap->small_bytes -= bytes;
+  heap->lifo = heap->small_bytes > MTH_LIFO_BYTES && mth_opt.purge_delay_ms != 0 && mth_opt.bcache;
+}
+
 /* Carve n more blocks (as many as are left, if fewer) into the free list.  Carving writes the
  * first word of each block only, and a fresh page is carved a list's worth at a time, so it
  * costs page faults only as it is used. */
-static void mth_page_extend(mth_page_t *page, size_t n) {
+static void mth_page_extend(mth_heap_t *heap, mth_page_t *page, size_t n) {
   size_t bs = page->block_size;
   size_t left = (size_t)page->reserved - page->capacity;
   if (n > left) n = left;
+  if (page->bin < MTH_BCACHE_BIG) mth_heap_count_small(heap, n * bs, true);
   uint8_t *start = mth_page_start(page) + (size_t)page->capacity * bs;
   for (size_t i = 0; i + 1 < n; i++) ((mth_block_t *)(start + i * bs))->next = (mth_block_t *)(start + (i + 1) * bs);
   ((mth_block_t *)(start + (n - 1) * bs))->next = page->free;
@@ -221,7 +237,7 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
         page = next;
         break;
       }
-      mth_page_extend(page, mth_list_min(page->block_size));
+      mth_page_extend(heap, page, mth_list_min(page->block_size));
       break;
     }
     mth_page_t *next = page->next;
@@ -231,7 +247,7 @@ static mth_page_t *mth_bin_find_page(mth_heap_t *heap, size_t bin) {
   }
   if (!page) {
     page = mth_page_new(heap, bin);
-    if (page) mth_page_extend(page, mth_list_min(page->block_size));
+    if (page) mth_page_extend(heap, page, mth_list_min(page->block_size));
   }
   /* the direct table already points at the queue's first page unless that changed */
   if (q->first != first) mth_direct_update(heap, bin);
@@ -345,25 +361,26 @@ void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
   if (size <= MTH_CLASS_MAX) {
     size_t bin = mth_bin_of(size);
     mth_page_t *page = heap->bins[bin].first;
-    if ((!page || !page->free) && bin >= MTH_BCACHE_BIN0) {
+    if (!page || !page->free) {
       mth_page_t *cache = &heap->bcache[bin - MTH_BCACHE_BIN0];
       if (cache->free) {
-        /* the class's front page filled up (or calloc/memalign came here): the full pages
-         * leave the queue and the cached blocks serve, already resident and the last freed.
-         * A page left in front may still have room to carve; direct[] names the cache anyway
-         * until it runs dry (below), or every malloc of the class came back here: 100
-         * mallocs then 100 frees of 9 KiB blocks (pages of seven) took 184 instructions a
-         * block, 82 with this (bench/hotpath.py), `window -m 65536` 3% fewer in all */
+        /* the class's front page ran dry (or calloc/memalign came here): the full pages leave
+         * the queue and the cached blocks serve, already resident and the last freed.  The
+         * page now in front may have free blocks or room to carve; direct[] names the cache
+         * anyway until it runs dry (below).  With room to carve only, every malloc of the
+         * class came back here otherwise: 100 mallocs then 100 frees of 9 KiB blocks (pages
+         * of seven) took 184 instructions a block, 82 with this (bench/hotpath.py).  With free
+         * blocks, those are of pages that lose blocks, better left to empty (bcache.c):
+         * `window -t 1 -m 4096` 0.41 -> 0.38 s, `window -t 1 -m 65536` 9% less */
         mth_bin_drop_full(heap, bin);
-        page = heap->bins[bin].first;
-        if (page && !page->free) mth_direct_point(heap, bin, cache);
+        mth_direct_point(heap, bin, cache);
         return mth_bcache_pop(heap, cache);
       }
     }
     if (!page || !page->free) page = mth_bin_find_page(heap, bin);
     if (!page) return NULL;
     /* a cache that ran dry hands direct[] back to the queue's first page */
-    if (bin >= MTH_BCACHE_BIN0 && heap->direct[mth_direct_range[bin][0]] != heap->bins[bin].first)
+    if (heap->direct[mth_direct_range[bin][0]] != heap->bins[bin].first)
       mth_direct_update(heap, bin);
     return mth_page_pop(heap, page);
   }
@@ -440,6 +457,8 @@ static void mth_retired_forget(mth_heap_t *heap, mth_page_t *page) {
 /* Gives an empty page back to its segment: out of its bin queue, statistics flushed. */
 static void mth_page_release(mth_heap_t *heap, mth_page_t *page) {
   if (page->retired) mth_retired_forget(heap, page);
+  if (page->bin != MTH_BIN_LARGE && page->bin < MTH_BCACHE_BIG)
+    mth_heap_count_small(heap, (size_t)page->capacity * page->block_size, false);
   mth_queue_remove(&heap->bins[page->bin], page);
   mth_direct_update(heap, page->bin);
   mth_page_flush_stats(heap, page);
@@ -520,9 +539,10 @@ void mth_page_emptied(mth_heap_t *heap, mth_page_t *page) {
 }
 
 /* Another thread frees b into the heap's page for the heap's owner (inbox.c), holding the
- * heap's lock: a full page of a class without a block cache, or a large span.  Neither is in
- * a queue nor named by direct[], so the owner's fast paths do not touch them (a large span's
- * only to free its one block, which is the block being freed here), and what changes here --
+ * heap's lock: a full page or a large span.  Neither is in a queue nor named by direct[], so
+ * the owner's fast paths change nothing in them (a full page's tag they read, to send a block
+ * to its class's cache; a large span's only to free its one block, which is the block being
+ * freed here), and what changes here --
  * the page's list and count, and, when it empties, its span, segment and statistics -- only
  * the owner's slow paths touch, under the same lock.  A full page that gets blocks back
  * stays marked full (the owner's next free or drain into it puts it back in its queue); an
@@ -535,8 +555,15 @@ bool mth_page_free_for(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   b->next = page->free;
   page->free = b;
   MTH_RACY_ADD(page->used, -1);
+  /* a full page whose frees went to the block cache: from now on to the owner's slow path,
+   * which puts the page back in its queue (mth_page_free_local), or its free blocks would wait
+   * for a block of the cache to come back.  The owner's fast path reads the tag without the
+   * lock: either value sends its block somewhere correct. */
+  if (page->flags == MTH_PAGE_FULL && page->owner != NULL) mth_page_set_flags(page, MTH_PAGE_FULL, NULL);
   if (page->used == 0) {
     if (page->retired) mth_retired_forget(heap, page);   /* listed, then refilled */
+    if (page->bin != MTH_BIN_LARGE && page->bin < MTH_BCACHE_BIG)
+      mth_heap_count_small(heap, (size_t)page->capacity * page->block_size, false);
     mth_page_flush_stats(heap, page);
     mth_span_free_now(heap, page);
   }
@@ -560,7 +587,9 @@ void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
     mth_free_twice(b);
     return;
   }
-  if (page->bin >= MTH_BCACHE_BIN0 && page->flags == MTH_PAGE_FULL) {
+  /* a full page with free blocks got them from another thread (mth_page_free_for): back in
+   * its queue with this one, not the cache */
+  if (page->flags == MTH_PAGE_FULL && !page->free && (page->bin >= MTH_BCACHE_BIG || heap->lifo)) {
     mth_page_t *c = mth_bcache_of(heap, page->bin);
     if (MTH_UNLIKELY(b == c->free)) {
       mth_free_twice(b);

@@ -636,6 +636,115 @@ static void case_refill(void) {
   for (int i = 0; i < n; i++) T_FREE(p[i]);
 }
 
+/* Classes up to 8 KiB get block caches only while the heap's blocks of them exceed
+ * MTH_LIFO_BYTES (bcache.c).  Below: a free into a full page goes back to its page, which waits
+ * behind the front page (case_refill).  Above: it goes to the class's cache, the next malloc of
+ * the class takes it back (the last freed, still in cache), the cache holds at most
+ * MTH_BCACHE_SMALL_BYTES of the class, the statistics count none of it live, and with every
+ * block freed and collected the heap's count is back to zero. */
+enum { LS_SMALL = 2048, LS_N = (int)(((size_t)3 << 20) / 2 / 2048) };   /* 1.5 MiB of 2 KiB */
+static void *ls_p[LS_N];
+
+static void *lifo_small_thread(void *arg) {
+  (void)arg;
+  T_FREE(T_MALLOC(16));
+  mth_heap_t *heap = mth_tls_heap;
+  size_t bin = mth_bin_of(LS_SMALL);
+  mth_page_t *c = &heap->bcache[bin - MTH_BCACHE_BIN0];
+  /* below the bound: a few full pages of 2 KiB (16 a slice, 32 a page), the cache stays unused */
+  int n = 0;
+  while (n < 3 * 32) TCHECK((ls_p[n++] = T_MALLOC(LS_SMALL)) != NULL);
+  TCHECKF(!heap->lifo && heap->small_bytes < MTH_LIFO_BYTES, "%zu bytes of small blocks carved "
+          "and the heap already counts as large", heap->small_bytes);
+  void *freed = ls_p[5];
+  T_FREE(freed);
+  TCHECKF(mth_bcache_count(c) == 0, "%s", "a small heap's free into a full page went to the cache");
+  TCHECK((ls_p[5] = T_MALLOC(LS_SMALL)) != NULL);
+  /* above it */
+  while (n < LS_N) {
+    TCHECK((ls_p[n] = T_MALLOC(LS_SMALL)) != NULL);
+    th_fill_seed(ls_p[n], LS_SMALL, 900 + (uint64_t)n);
+    n++;
+  }
+  TCHECKF(heap->lifo, "%zu bytes of small blocks carved (bound %zu) and the heap does not count "
+          "as large", heap->small_bytes, MTH_LIFO_BYTES);
+  for (int round = 0; round < 8; round++) {
+    int k = 200 + round * 37;   /* blocks of full pages, a different one each round */
+    mth_page_t *page = mth_page_of(mth_segment_of(ls_p[k]), ls_p[k]);
+    TCHECKF(page->used == page->reserved, "setup: block %d's page is not full", k);
+    freed = ls_p[k];
+    T_FREE(freed);
+    ls_p[k] = T_MALLOC(LS_SMALL);
+    TCHECKF(ls_p[k] == freed, "round %d: the block just freed into a full page (%p) was not the "
+            "next malloc of its class (got %p)", round, freed, ls_p[k]);
+    th_fill_seed(ls_p[k], LS_SMALL, 900 + (uint64_t)k);
+  }
+  /* a full page that another thread freed a block into for an absent owner (inbox.c; here the
+   * owner itself, holding its lock): its frees go to the slow path from then on, which puts it
+   * back in its queue with them instead of leaving its free blocks to wait behind the cache */
+  {
+    int k = 700;   /* its page filled after the heap grew past the bound */
+    mth_page_t *page = mth_page_of(mth_segment_of(ls_p[k]), ls_p[k]);
+    TCHECKF(page->used == page->reserved && page->owner == mth_owner_cached(heap), "setup: block "
+            "%d's page is not full with its frees going to the cache", k);
+    mth_heap_enter(heap);
+    TCHECK(mth_page_free_for(heap, page, (mth_block_t *)ls_p[k]));
+    mth_heap_leave(heap);
+    ls_p[k] = NULL;
+    TCHECKF(page->owner == NULL && page->flags == MTH_PAGE_FULL, "a full page that got a block "
+            "back for an absent owner still sends its frees to the cache (owner %p)", (void *)page->owner);
+    size_t cached = mth_bcache_count(c);
+    int j = k + 1;
+    TCHECK(mth_page_of(mth_segment_of(ls_p[j]), ls_p[j]) == page);
+    T_FREE(ls_p[j]);
+    ls_p[j] = NULL;
+    TCHECKF(page->flags == 0 && page->owner == heap && mth_bcache_count(c) == cached &&
+            page->used + 2u == page->reserved, "the owner's next free into it left it full (flags %u) "
+            "or went to the cache (%zu cached, %zu before)", page->flags, mth_bcache_count(c), cached);
+  }
+  /* a burst of frees into full pages: the cache keeps its bound, the rest go to their pages */
+  uint64_t live0 = 0;
+  {
+    struct mtheap_stats st;
+    th_stats(&st);
+    for (int i = 0; i < MTHEAP_NUM_CLASSES; i++)
+      if (st.classes[i].block_size == LS_SMALL) live0 = st.classes[i].mallocs - st.classes[i].frees;
+  }
+  enum { BURST = 200 };
+  for (int i = 0; i < BURST; i++) {
+    int k = 100 + i * 2;
+    th_verify_seed(ls_p[k], LS_SMALL, LS_SMALL, 900 + (uint64_t)k);
+    T_FREE(ls_p[k]);
+    ls_p[k] = NULL;
+  }
+  size_t cap = ((size_t)64 << 10) / LS_SMALL;   /* README: 64 KiB a class up to 8 KiB */
+  TCHECKF(mth_bcache_count(c) > 0 && mth_bcache_count(c) <= cap, "%zu blocks of 2 KiB cached after %d "
+          "frees into full pages (bound %zu)", mth_bcache_count(c), BURST, cap);
+  struct mtheap_stats st;
+  th_stats(&st);
+  for (int i = 0; i < MTHEAP_NUM_CLASSES; i++)
+    if (st.classes[i].block_size == LS_SMALL)
+      TCHECKF(st.classes[i].mallocs - st.classes[i].frees == live0 - BURST, "statistics: %" PRIu64
+              " blocks of 2 KiB live, expected %" PRIu64 " (cached blocks are free)",
+              st.classes[i].mallocs - st.classes[i].frees, live0 - BURST);
+  for (int i = 0; i < LS_N; i++)
+    if (ls_p[i]) {
+      if (i >= 3 * 32) th_verify_seed(ls_p[i], LS_SMALL, LS_SMALL, 900 + (uint64_t)i);
+      T_FREE(ls_p[i]);
+    }
+  mtheap_collect(true);
+  TCHECKF(heap->small_bytes == 0 && !heap->lifo && class_pages(LS_SMALL) == 0, "after every block "
+          "was freed and collected: %zu bytes of small blocks counted, %" PRIu64 " pages of 2 KiB",
+          heap->small_bytes, class_pages(LS_SMALL));
+  return NULL;
+}
+
+static void case_lifo_small(void) {
+  pthread_t t;
+  TCHECK(pthread_create(&t, NULL, lifo_small_thread, NULL) == 0);
+  TCHECK(pthread_join(t, NULL) == 0);
+}
+
 enum { BC_N = 2000 };
 #define BC_SIZE ((size_t)16384)
 static void *bc_blocks[BC_N];
@@ -1023,6 +1132,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "absent_adopt")) case_absent_adopt();
   else if (!strcmp(c, "lifo")) case_lifo();
   else if (!strcmp(c, "refill")) case_refill();
+  else if (!strcmp(c, "lifo_small")) case_lifo_small();
   else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "footprint")) case_footprint();
   else if (!strcmp(c, "spans")) case_spans();
@@ -1035,7 +1145,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "kept")) case_kept();
   else if (!strcmp(c, "drain")) case_drain();
   else if (!strcmp(c, "bcache_newseg")) case_bcache_newseg();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain",
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
