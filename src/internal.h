@@ -545,6 +545,13 @@ MTH_HIDDEN bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c);
 MTH_HIDDEN void mth_lcache_scavenge(mth_heap_t *heap, bool all);   /* page.c */
 MTH_HIDDEN bool mth_pages_give_back_kept(mth_heap_t *heap);          /* page.c */
 MTH_INLINE size_t mth_bcache_count(const mth_page_t *cache) { return (uint32_t)(0u - MTH_RACY_GET(cache->used)); }
+/* Whether bin's cache was ever set up: asked before its descriptor is read, so a class that
+ * never needed a cache leaves the heap's pages of descriptors untouched (not even read: a
+ * read of a fresh page is a page fault too). */
+MTH_INLINE bool mth_bcache_used(const mth_heap_t *heap, size_t bin) {
+  size_t k = bin - MTH_BCACHE_BIN0;
+  return (heap->bcache_set[k / 64] >> (k % 64)) & 1;
+}
 MTH_HIDDEN void mth_free_twice(const void *p);   /* alloc.c */
 /* The block cache of bin (>= MTH_BCACHE_BIN0): the array's offset and the bin's bias folded
  * into one constant, so the address is a shift and an add (free's inline path). */

@@ -95,11 +95,8 @@ static void mth_direct_point(mth_heap_t *heap, size_t bin, mth_page_t *page) {
  * or, while that is not set up, mth_page_empty. */
 void mth_direct_update(mth_heap_t *heap, size_t bin) {
   mth_page_t *page = heap->bins[bin].first;
-  if (!page) {
-    /* a cache never set up has an empty list too, but its descriptor would be touched */
-    page = &heap->bcache[bin - MTH_BCACHE_BIN0];
-    if (page->flags == 0) page = &mth_page_empty;
-  }
+  /* a cache never set up has an empty list too, but its descriptor would be touched */
+  if (!page) page = mth_bcache_used(heap, bin) ? &heap->bcache[bin - MTH_BCACHE_BIN0] : &mth_page_empty;
   mth_direct_point(heap, bin, page);
 }
 
@@ -361,7 +358,7 @@ void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
   if (size <= MTH_CLASS_MAX) {
     size_t bin = mth_bin_of(size);
     mth_page_t *page = heap->bins[bin].first;
-    if (!page || !page->free) {
+    if ((!page || !page->free) && mth_bcache_used(heap, bin)) {
       mth_page_t *cache = &heap->bcache[bin - MTH_BCACHE_BIN0];
       if (cache->free) {
         /* the class's front page ran dry (or calloc/memalign came here): the full pages leave
