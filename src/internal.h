@@ -116,7 +116,7 @@
 #define MTH_BCACHE_BINS (MTH_BINS - MTH_BCACHE_BIN0)
 #define MTH_BCACHE_DEPTH 255                 /* blocks a class's cache may hold (uint8), and bytes: */
 #define MTH_BCACHE_CLASS_BYTES ((size_t)2 << 20)   /* 32 classes: 64 MiB a heap (bcache.c) */
-#define MTH_BCACHE_SMALL_BYTES ((size_t)64 << 10)   /* a class below MTH_BCACHE_BIG: 3.5 MiB a heap */
+#define MTH_BCACHE_SMALL_BYTES ((size_t)64 << 10)   /* a class below MTH_BCACHE_BIG: 3.0 MiB a heap */
 #define MTH_BCACHE_EXTRA_BYTES ((size_t)8 << 20)   /* past those, lent to busy classes: a heap's in all */
 /* A freed huge block's slots stay resident for the next huge malloc at most this long (the
  * purge delay applies to everything else): a program whose big tables are rebuilt and dropped
