@@ -179,6 +179,12 @@ static void mth_heap_count_small(mth_heap_t *heap, size_t bytes, bool add) {
   heap->lifo = heap->small_bytes > MTH_LIFO_BYTES && mth_opt.purge_delay_ms != 0 && mth_opt.bcache;
 }
 
+/* A page's carved blocks out of the count, as its span goes back. */
+static void mth_heap_uncount(mth_heap_t *heap, const mth_page_t *page) {
+  if (page->bin != MTH_BIN_LARGE && page->bin < MTH_BCACHE_BIG)
+    mth_heap_count_small(heap, (size_t)page->capacity * page->block_size, false);
+}
+
 /* Carve n more blocks (as many as are left, if fewer) into the free list.  Carving writes the
  * first word of each block only, and a fresh page is carved a list's worth at a time, so it
  * costs page faults only as it is used. */
@@ -368,7 +374,7 @@ void *mth_page_alloc_slow(mth_heap_t *heap, size_t size) {
          * class came back here otherwise: 100 mallocs then 100 frees of 9 KiB blocks (pages
          * of seven) took 184 instructions a block, 82 with this (bench/hotpath.py).  With free
          * blocks, those are of pages that lose blocks, better left to empty (bcache.c):
-         * `window -t 1 -m 4096` 0.41 -> 0.38 s, `window -t 1 -m 65536` 9% less */
+         * `window -t 1 -m 4096` 0.41 -> 0.38 s (docs/PERFORMANCE.md) */
         mth_bin_drop_full(heap, bin);
         mth_direct_point(heap, bin, cache);
         return mth_bcache_pop(heap, cache);
@@ -454,8 +460,7 @@ static void mth_retired_forget(mth_heap_t *heap, mth_page_t *page) {
 /* Gives an empty page back to its segment: out of its bin queue, statistics flushed. */
 static void mth_page_release(mth_heap_t *heap, mth_page_t *page) {
   if (page->retired) mth_retired_forget(heap, page);
-  if (page->bin != MTH_BIN_LARGE && page->bin < MTH_BCACHE_BIG)
-    mth_heap_count_small(heap, (size_t)page->capacity * page->block_size, false);
+  mth_heap_uncount(heap, page);
   mth_queue_remove(&heap->bins[page->bin], page);
   mth_direct_update(heap, page->bin);
   mth_page_flush_stats(heap, page);
@@ -559,8 +564,7 @@ bool mth_page_free_for(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   if (page->flags == MTH_PAGE_FULL && page->owner != NULL) mth_page_set_flags(page, MTH_PAGE_FULL, NULL);
   if (page->used == 0) {
     if (page->retired) mth_retired_forget(heap, page);   /* listed, then refilled */
-    if (page->bin != MTH_BIN_LARGE && page->bin < MTH_BCACHE_BIG)
-      mth_heap_count_small(heap, (size_t)page->capacity * page->block_size, false);
+    mth_heap_uncount(heap, page);
     mth_page_flush_stats(heap, page);
     mth_span_free_now(heap, page);
   }
