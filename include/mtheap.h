@@ -88,7 +88,8 @@ struct mtheap_stats {
   uint64_t span_ops;         /* spans (pages, large blocks) taken from or returned to a heap's segments */
   uint64_t segment_ops;      /* segments taken from or returned to the shared arena (under its lock) */
   uint64_t shared_rmw;       /* atomic read-modify-writes on lines other threads write: 1 per remote
-                                free, overflow push and span op, 2 per drain, 3 per lock acquisition */
+                                free and overflow push, 2 per span op and drain, 3 per lock
+                                acquisition, and the locks a heap tries to borrow free slices */
 };
 
 MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out);

@@ -93,8 +93,9 @@ static mth_block_t *mth_block_of(const void *p, const char *what, mth_page_t **p
 
 /* A block of some span page the fast path did not take: a full page of ours (the owner's
  * comparison fails on full pages), or a page of another heap.  Ordinary pages need none of
- * mth_block_of's lookups: the segment is live (its map bit is set) and belongs to the page's
- * heap.  A remote free still checks that p starts a block, as it always did; anything else
+ * mth_block_of's lookups: the segment is live (its map bit is set) and the page names its heap
+ * (page->home: the segment's, or the heap that borrowed the span, segment.c).  A remote free
+ * still checks that p starts a block, as it always did; anything else
  * (aligned blocks, free slices, a header, a huge segment) takes the checked path. */
 void mth_free_page_slow(void *p, mth_page_t *page) {
   uint32_t flags = mth_page_flags(page);
@@ -103,7 +104,7 @@ void mth_free_page_slow(void *p, mth_page_t *page) {
    * the checked path like a free slice's MTH_PAGE_UNUSED (mth_page_unused) */
   if (MTH_LIKELY((flags & ~(uint32_t)MTH_PAGE_FULL) == 0 && seg->kind == MTH_SEG_SPANS &&
                  MTH_RACY_GET(page->block_size) != 0)) {
-    mth_heap_t *owner = seg->heap, *heap = mth_tls_heap;
+    mth_heap_t *owner = MTH_RACY_GET(page->home), *heap = mth_tls_heap;
     if (owner == heap) {
       mth_heap_enter(heap);
       mth_page_free_local(heap, page, (mth_block_t *)p);
@@ -132,16 +133,15 @@ void mth_free_slow(void *p) {
     mth_huge_free(hseg);
     return;
   }
-  mth_segment_t *seg = mth_segment_of(page);
-  mth_heap_t *heap = mth_tls_heap;
-  if (seg->heap == heap) {
+  mth_heap_t *heap = mth_tls_heap, *home = MTH_RACY_GET(page->home);
+  if (home == heap) {
     mth_heap_enter(heap);
     mth_page_free_local(heap, page, b);
     mth_heap_leave(heap);
     return;
   }
   /* another thread's block: into its heap's inbox (one atomic); the owner reclaims it lazily */
-  mth_count_remote_free(heap, mth_inbox_push(seg->heap, b));
+  mth_count_remote_free(heap, mth_inbox_push(home, b));
 }
 
 size_t mth_usable_size(const void *p, const char *caller) {

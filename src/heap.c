@@ -142,6 +142,7 @@ mth_heap_t *mth_heap_get_slow(void) {
 static void mth_heap_tidy(mth_heap_t *heap, bool force) {
   mth_heap_enter(heap);
   mth_heap_drain_remote(heap);
+  mth_spans_take_back(heap);
   mth_heap_release_retained(heap);
   mth_segments_purge(heap, mth_clock_ms(), force);
   mth_segment_release_empty(heap);
@@ -208,10 +209,12 @@ static void mth_heaps_help_absent(mth_heap_t *self) {
     if (h == self || atomic_load_explicit(&h->state, memory_order_relaxed) != MTH_HEAP_LIVE) continue;
     bool frees = atomic_load_explicit(&h->inbox_n, memory_order_relaxed) != 0 ||
                  atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL;
+    bool back = atomic_load_explicit(&h->spans_back, memory_order_relaxed) != NULL;
     uint64_t due = MTH_RACY_GET(h->purge_next_ms);
-    if (!frees && (due == 0 || due > now)) continue;
+    if (!frees && !back && (due == 0 || due > now)) continue;
     if (mth_heap_absent(h, now) && mth_heap_try_enter_for(h)) {
       if (atomic_load_explicit(&h->state, memory_order_relaxed) == MTH_HEAP_LIVE) {
+        if (back) mth_spans_take_back(h);
         if (h->purge_next_ms && now >= h->purge_next_ms) mth_segments_purge(h, now, false);
         if (frees) {
           mth_inbox_drain_absent(h);   /* lets go of the lock */
@@ -278,9 +281,12 @@ void mth_heap_tick_beat(mth_heap_t *heap) {
   mth_heap_tick_due(heap);
 }
 
-/* The deadlines: kept pages, purging, block-cache scavenging, abandoned heaps. */
+/* The deadlines: kept pages, purging, block-cache scavenging, abandoned heaps; and spans other
+ * heaps gave back to our segments while we held our lock (segment.c), which wait for this. */
 static void mth_heap_tick_due(mth_heap_t *heap) {
   if (heap->retired_n) mth_retired_expire(heap);
+  if (MTH_UNLIKELY(atomic_load_explicit(&heap->spans_back, memory_order_relaxed) != NULL))
+    mth_spans_take_back(heap);
   if (MTH_UNLIKELY(heap->absent_purged)) {   /* back after others purged for it: see segment.c */
     heap->absent_purged = 0;
     if (heap->absent_returns < UINT8_MAX) heap->absent_returns++;
@@ -297,6 +303,10 @@ static void mth_heap_tick_due(mth_heap_t *heap) {
   }
 }
 
+mth_heap_t *mth_heaps_first(void) { return mth_heaps_all; }
+bool mth_heaps_trylock(void) { return mth_trylock(&mth_heaps_lock); }
+void mth_heaps_unlock(void) { mth_unlock(&mth_heaps_lock); }
+
 void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg) {
   mth_lock(&mth_heaps_lock);
   for (mth_heap_t *h = mth_heaps_all; h; h = h->all_next) fn(h, arg);
@@ -308,6 +318,7 @@ void mtheap_collect(bool force) {
   if (heap != &mth_heap_empty) {
     mth_heap_enter(heap);
     mth_heap_drain_remote(heap);
+    mth_spans_take_back(heap);
     if (force) mth_heap_release_retained(heap);
     uint64_t now = mth_clock_ms();
     /* what the caches (blocks, freed large spans) held idle goes back as the tick would

@@ -247,7 +247,7 @@ static bool mth_inbox_free_for(mth_heap_t *owner, mth_block_t *b) {
     return false;
   /* again under the lock: the owner may have drained and refilled the page, or exited */
   if (atomic_load_explicit(&owner->state, memory_order_relaxed) != MTH_HEAP_LIVE ||
-      seg->heap != owner || !mth_free_for_ok(page, mth_page_flags(page))) {
+      page->home != owner || !mth_free_for_ok(page, mth_page_flags(page))) {
     mth_heap_leave_for(owner);
     return false;
   }

@@ -11,7 +11,10 @@
  *            Its descriptor is pages[first slice]; the other slices of the span point back to
  *            it with slice_offset, so any interior pointer finds its page in O(1).
  *   heap     per-thread; owns span segments.  Only the owner touches its pages' free lists;
- *            other threads put freed blocks in heap->inbox (inbox.c) with one atomic.
+ *            other threads put freed blocks in heap->inbox (inbox.c) with one atomic.  A heap
+ *            about to touch fresh memory may take a span from another heap's resident free
+ *            slices (segment.c, borrowing): the span is its own (page->home), the slices stay
+ *            the segment's heap's.
  *
  * Invariants (checked where noted)
  *   - mth_segmap[s] != 0  <=>  a live segment header starts at slot s.
@@ -28,6 +31,9 @@
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
  *     inbox's overflow list), heap->held (remote frees a drain for an absent owner left to it,
  *     inbox.c), a heap's block cache (heap->bcache[], bcache.c), or none (live).
+ *   - a segment's slices (masks, descriptors of free slices, lists, purge times) change only
+ *     under its heap's lock; a page's blocks, list and counts are its home heap's (page->home,
+ *     which differs from seg->heap only for a borrowed span).
  *   - a page with MTH_PAGE_FULL set is changed only under its heap's lock (mth_heap_enter), by
  *     its owner's slow paths or by a thread freeing into it for an absent owner (inbox.c); the
  *     owner's fast paths only read its owner tag and class, to send a block to the class's
@@ -185,6 +191,10 @@ typedef struct mth_page_s {
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
+  /* the heap the page belongs to: its blocks' remote frees go to this heap's inbox.  Usually
+   * its segment's heap; a span taken from another heap's free slices (segment.c, borrowing)
+   * belongs to the heap that took it, while its slices stay the segment's. */
+  mth_heap_t *home;
 } mth_page_t;
 
 /* The owner a full page of a cached class carries: its heap with the low bit set (heaps are
@@ -256,6 +266,10 @@ struct mth_heap_s {
    * too (bcache.c) */
   size_t small_bytes;
   bool lifo;
+  /* free slices of this heap's segments that may be resident (its part of
+   * mth_gstats.idle_slices): other heaps read it to find slices to borrow (segment.c) */
+  uint32_t idle_slices;
+  uint32_t borrow_skip;       /* span allocations before the next look for slices to borrow */
   /* The heap's lock (mth_heap_enter): 1 while the owner is on a slow path or another thread
    * frees into the heap for it (inbox.c), 2 while that thread holds it and the owner waits;
    * lock_depth counts the owner's nested entries. */
@@ -288,6 +302,9 @@ struct mth_heap_s {
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
   uint64_t st_inbox_overflow, st_inbox_drains, st_span_ops, st_segment_ops;
+  uint64_t st_borrows;        /* spans taken from other heaps' free slices (segment.c), */
+  uint64_t st_lent_late;      /* ... given back through the lender's spans_back, */
+  uint64_t st_lend_rmw;       /* ... and the atomic read-modify-writes that took (locks tried) */
   uint64_t st_proxy_frees;    /* remote frees this thread made into an absent owner's pages */
   uint64_t st_proxy_yields;   /* drains for this (absent) heap cut short: its owner came back */
   uint64_t st_remote_in;      /* remote frees taken out of this heap's inbox (by whoever holds its
@@ -311,6 +328,10 @@ struct mth_heap_s {
   _Atomic(mth_block_t *) remote;                      /* overflow list: inbox[] was full */
   _Atomic uint32_t help_ticks;  /* the owner's ticks when another thread first saw them, */
   _Atomic uint64_t help_ms;     /* ... and when (mth_heap_absent) */
+  /* spans other heaps took from this heap's segments and have emptied, waiting for this heap
+   * to take their slices back (segment.c: its lock was busy when they emptied); linked
+   * through page->next */
+  _Atomic(mth_page_t *) spans_back;
   /* Block caches (bcache.c): per class, blocks freed into full pages, as the free list of a
    * descriptor no segment holds, which direct[] names from the time the class's front page
    * runs dry until the cache does.  All zeros (a cache that takes nothing) until the class's
@@ -370,6 +391,7 @@ typedef struct {
   _Atomic uint64_t lock_acquires, lock_waits, lock_wait_ns;
   _Atomic uint64_t threads_seen, threads_live, heaps_reused;
   _Atomic uint64_t pages_in_use, pages_peak;
+  _Atomic uint64_t idle_slices;   /* free slices of all span segments that may be resident */
 } mth_global_stats_t;
 extern MTH_HIDDEN mth_global_stats_t mth_gstats;
 MTH_HIDDEN void *mth_os_reserve(size_t size, size_t align);
@@ -487,6 +509,7 @@ MTH_INLINE size_t mth_huge_usable(size_t size, size_t room) {
 }
 MTH_HIDDEN void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force);
 MTH_HIDDEN void mth_segment_release_empty(mth_heap_t *heap);
+MTH_HIDDEN void mth_spans_take_back(mth_heap_t *heap);
 MTH_HIDDEN void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero);
 MTH_HIDDEN void mth_huge_free(mth_segment_t *seg);
 MTH_HIDDEN void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size);
@@ -618,6 +641,9 @@ MTH_HIDDEN void mth_heap_tick_locked(mth_heap_t *heap);   /* mth_heap_tick, taki
 MTH_HIDDEN void mth_process_init(void);
 MTH_HIDDEN void mth_heaps_visit(void (*fn)(mth_heap_t *, void *), void *arg);
 MTH_HIDDEN void mth_heaps_collect_abandoned(void);
+MTH_HIDDEN mth_heap_t *mth_heaps_first(void);   /* the list of every heap, for a walk under mth_heaps_trylock */
+MTH_HIDDEN bool mth_heaps_trylock(void);
+MTH_HIDDEN void mth_heaps_unlock(void);
 
 /* ---- remote frees (inbox.c) ---- */
 /* Where mth_inbox_push put a block: a slot, the overflow list, or its page (an absent owner's

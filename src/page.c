@@ -152,6 +152,7 @@ void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
   MTH_RACY_SET(page->bin, (uint8_t)bin);
   MTH_RACY_SET(page->block_size, (uint32_t)bs);
   page->reserved = (uint16_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / bs);
+  MTH_RACY_SET(page->home, heap);
   mth_page_set_flags(page, 0, heap);
 }
 

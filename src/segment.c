@@ -9,6 +9,14 @@
  *     all zeros if no span has used the slice since the segment was made (mth_page_unused).
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
  *     back to the arena at once.
+ *   - everything above changes only under the segment heap's lock (mth_heap_enter, or another
+ *     thread's mth_heap_try_enter_for): the heap itself, a thread freeing for it while it is
+ *     away (inbox.c), or another heap borrowing its free slices or giving them back
+ *     (mth_span_borrow, mth_span_give_back).
+ *   - heap->idle_slices == the sum of popcount(dirty_mask & ~used_mask) over the heap's span
+ *     segments, and mth_gstats.idle_slices the sum over all heaps.
+ *   - a span on its lender's spans_back has its slices still marked used and its descriptor
+ *     MTH_PAGE_UNUSED (a free into it is reported); only the lender releases them.
  */
 #include "internal.h"
 
@@ -28,6 +36,18 @@ static void mth_seglist_push(mth_segment_t **head, mth_segment_t *seg) {
   seg->next = *head;
   if (*head) (*head)->prev = seg;
   *head = seg;
+}
+
+/* Free slices that may be resident ("idle"): counted per heap and in all, so that a heap about
+ * to touch fresh memory knows whether another heap has some to lend (mth_span_borrow). */
+MTH_INLINE int mth_seg_idle(const mth_segment_t *seg) {
+  return __builtin_popcountll(seg->dirty_mask & ~seg->used_mask);
+}
+static void mth_idle_adjust(mth_segment_t *seg, int delta) {
+  if (delta == 0) return;
+  mth_heap_t *h = seg->heap;
+  MTH_RACY_SET(h->idle_slices, (uint32_t)((int)h->idle_slices + delta));
+  atomic_fetch_add_explicit(&mth_gstats.idle_slices, (uint64_t)(int64_t)delta, memory_order_relaxed);
 }
 
 static void mth_header_init(mth_segment_t *seg, bool zero) {
@@ -78,11 +98,13 @@ static mth_segment_t *mth_segment_new(mth_heap_t *heap) {
   mth_segment_publish(seg);
   mth_seglist_push(&heap->segs_avail, seg);
   heap->empty_segs++;
+  mth_idle_adjust(seg, mth_seg_idle(seg));
   mth_segmap_set(seg, true);
   return seg;
 }
 
 static void mth_segment_free(mth_heap_t *heap, mth_segment_t *seg) {
+  mth_idle_adjust(seg, -mth_seg_idle(seg));
   mth_seglist_remove(&heap->segs_avail, seg);
   heap->empty_segs--;
   MTH_RACY_ADD(heap->st_segment_ops, 1);
@@ -109,6 +131,7 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
                              size_t n, bool *is_zero) {
   uint64_t bits = mth_run_bits(idx, n);
   if (seg->used_mask == 1) heap->empty_segs--;
+  mth_idle_adjust(seg, -__builtin_popcountll(seg->dirty_mask & bits));
   MTH_RACY_SET(seg->used_mask, seg->used_mask | bits);
   if (is_zero) *is_zero = (seg->dirty_mask & bits) == 0;
   MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask & ~bits);
@@ -183,6 +206,87 @@ static void mth_fit_segment(mth_segment_t *seg, size_t n, size_t room, mth_fit_t
   }
 }
 
+/* The best window of n slices among a heap's segments (mth_fit_segment), room behind it if
+ * asked and found. */
+static mth_fit_t mth_fit_heap(mth_heap_t *heap, size_t n, size_t *room) {
+  mth_fit_t best = {NULL, 0, 0, 0};
+  for (;;) {
+    best.dirty = -(int)MTH_SLICES;
+    int after = 0;
+    for (mth_segment_t *seg = heap->segs_avail; seg; seg = seg->next) {
+      mth_fit_segment(seg, n, *room, &best);
+      if (best.seg && ((best.dirty == (int)n && best.runlen == (int)(n + *room)) || ++after > MTH_FIT_SEGMENTS)) break;
+    }
+    if (best.seg || *room == 0) break;
+    *room = 0;
+  }
+  return best;
+}
+
+/* Borrowing: n free resident slices of another heap's segment, for a span of heap's own.
+ *
+ * Why: every heap reused only its own free slices, so a program whose threads' needs rise and
+ * fall out of step held each thread's high-water mark at once: a heap took a fresh segment for
+ * a large block while other heaps' resident free slices sat idle (`mstress`, whose threads
+ * come and go with an occasional block of up to 512 KiB), or for pages while another heap's
+ * remote frees had just emptied some (`xfree -t 8`).  A heap that would touch fresh memory
+ * looks for a window of resident free slices in another heap's segments first: peak RSS of
+ * `mstress -t 8` 33.4 -> 25.4 MiB, of `xfree -t 8` 229.5 -> 195.1 MiB, the time the same
+ * (docs/PERFORMANCE.md).
+ *
+ * The slices stay the lending heap's: its segment's masks, lists and purge schedule change
+ * only under its lock (mth_heap_enter), which the borrower takes with one try (never waits:
+ * two heaps borrowing from each other cannot deadlock) and, to walk the heaps, the list's
+ * lock, also only tried.  The span itself is the borrower's (page->home): its blocks, frees
+ * and remote frees are the borrower's business as for any page of its own.  It grows or
+ * shrinks in place only under the lender's lock (mth_span_resize), and when it empties its
+ * slices go back to the lender (mth_span_give_back).  Only windows wholly resident are taken,
+ * unless the alternative is a new segment: fresh slices are no better in another heap's
+ * segment than in one's own.  Not for a growing block (realloc's room behind it): its growth
+ * in place would need the lender's lock at every step.
+ *
+ * Cost: a failed walk reads every heap's idle count, so a heap that found nothing waits
+ * MTH_BORROW_BACKOFF span allocations before it looks again. */
+#define MTH_BORROW_TRIES 8         /* heaps whose lock one search tries */
+#define MTH_BORROW_BACKOFF 32
+static mth_page_t *mth_span_borrow(mth_heap_t *heap, size_t n, bool need) {
+  uint64_t all = atomic_load_explicit(&mth_gstats.idle_slices, memory_order_relaxed);
+  if (all < (uint64_t)heap->idle_slices + n) return NULL;
+  if (heap->borrow_skip && !need) {
+    heap->borrow_skip--;
+    return NULL;
+  }
+  MTH_RACY_ADD(heap->st_lend_rmw, 2);   /* the list's lock, taken and let go */
+  if (!mth_heaps_trylock()) return NULL;
+  mth_page_t *page = NULL;
+  int tries = 0;
+  for (mth_heap_t *h = mth_heaps_first(); h && tries < MTH_BORROW_TRIES; h = h->all_next) {
+    if (h == heap || MTH_RACY_GET(h->idle_slices) < n) continue;
+    int st = atomic_load_explicit(&h->state, memory_order_relaxed);
+    if (st != MTH_HEAP_LIVE && st != MTH_HEAP_ABANDONED) continue;   /* not a fork's zombie */
+    tries++;
+    MTH_RACY_ADD(heap->st_lend_rmw, 1);
+    if (!mth_heap_try_enter_for(h)) continue;
+    size_t room = 0;
+    mth_fit_t best = mth_fit_heap(h, n, &room);
+    /* all of it resident (some, when the alternative is a new segment) */
+    if (best.seg && (best.dirty == (int)n || (need && best.dirty > 0))) {
+      mth_slices_claim(h, best.seg, (size_t)best.idx, (size_t)best.idx, n, NULL);
+      page = &best.seg->pages[best.idx];
+      MTH_RACY_SET(page->slice_offset, 0);
+      page->slice_count = (uint8_t)n;
+      MTH_RACY_SET(page->flags, 0);
+      MTH_RACY_SET(page->owner, NULL);   /* set by mth_page_init, with home */
+    }
+    mth_heap_leave_for(h);
+    if (page) break;
+  }
+  mth_heaps_unlock();
+  if (page) MTH_RACY_ADD(heap->st_borrows, 1);
+  else if (!need) heap->borrow_skip = MTH_BORROW_BACKOFF;
+  return page;
+}
+
 /* A span of n slices, or of n + room where that fits (the room claimed too: untouched slices
  * cost no memory, and nobody else's span lands in the way of the growth): the best window of
  * the heap's segments (above), else a new segment. */
@@ -190,18 +294,8 @@ mth_page_t *mth_span_alloc(mth_heap_t *heap, size_t n, size_t room, bool *is_zer
   mth_fit_t best;
   size_t want_room = room;
 search:
-  best = (mth_fit_t){NULL, 0, 0, 0};
   room = want_room;
-  for (;;) {
-    best.dirty = -(int)MTH_SLICES;
-    int after = 0;
-    for (mth_segment_t *seg = heap->segs_avail; seg; seg = seg->next) {
-      mth_fit_segment(seg, n, room, &best);
-      if (best.seg && ((best.dirty == (int)n && best.runlen == (int)(n + room)) || ++after > MTH_FIT_SEGMENTS)) break;
-    }
-    if (best.seg || room == 0) break;
-    room = 0;
-  }
+  best = mth_fit_heap(heap, n, &room);
   /* Empty pages and the freed large span a heap keeps for reuse (page.c) are resident memory
    * no other span may use: before this span touches fresh slices, they go back and the search
    * runs again (mth_pages_give_back_kept).  A kept large span regardless left `mstress -t 8`
@@ -217,6 +311,14 @@ search:
   if (!best.seg && heap->bcache_scavenge_ms != 0) {
     mth_bcache_flush(heap);
     goto search;
+  }
+  /* fresh memory ahead: another heap's resident free slices first (mth_span_borrow) */
+  if ((!best.seg || best.dirty < (int)n) && want_room == 0) {
+    mth_page_t *page = mth_span_borrow(heap, n, !best.seg);
+    if (page) {
+      if (is_zero) *is_zero = false;
+      return page;
+    }
   }
   mth_segment_t *seg = best.seg;
   int idx = best.idx;
@@ -237,6 +339,7 @@ search:
 
 static void mth_segment_purge_dirty(mth_segment_t *seg) {
   uint64_t d = seg->dirty_mask & ~seg->used_mask;
+  mth_idle_adjust(seg, -__builtin_popcountll(d));
   while (d) {
     int s = __builtin_ctzll(d);
     uint64_t rest = d >> s;
@@ -267,6 +370,7 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
   }
   MTH_RACY_SET(seg->used_mask, seg->used_mask & ~bits);
   MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask | bits);
+  mth_idle_adjust(seg, (int)n);
   if (seg->used_mask == 1 && ++heap->empty_segs > 1) {
     mth_segment_free(heap, seg);
     return false;
@@ -281,10 +385,60 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
   return true;
 }
 
+/* Entering a lender's lock for its segment, from a thread that holds its own heap's: never
+ * waits (two heaps each giving back to the other must not deadlock).  HELD: this thread is the
+ * lender's own and inside its lock already (freeing for an absent owner, inbox.c). */
+typedef enum { MTH_LENDER_BUSY, MTH_LENDER_TAKEN, MTH_LENDER_HELD } mth_lender_t;
+static mth_lender_t mth_lender_enter(mth_heap_t *owner) {
+  if (mth_tls_heap == owner && owner->lock_depth > 0) return MTH_LENDER_HELD;
+  return mth_heap_try_enter_for(owner) ? MTH_LENDER_TAKEN : MTH_LENDER_BUSY;
+}
+
+/* A span heap took from another heap's segment (mth_span_borrow), emptied: its slices go back
+ * to that heap, under its lock, which another thread only ever tries to take.  When it is
+ * busy the span waits on the heap's spans_back for the heap's next tick (or, for an owner
+ * that is away, another thread's: heap.c), marked as a free slice meanwhile, so a stray free
+ * into it is reported, not taken.  The heap's own thread, inside its lock already (freeing for
+ * an absent owner, inbox.c), gives it back at once. */
+static void mth_span_give_back(mth_page_t *page) {
+  mth_segment_t *seg = mth_segment_of(page);
+  mth_heap_t *owner = seg->heap;
+  size_t idx = mth_page_index(page), n = page->slice_count;
+  mth_heap_t *home = page->home;
+  MTH_RACY_ADD(home->st_lend_rmw, 1);   /* the try, or the push below */
+  mth_lender_t how = mth_lender_enter(owner);
+  if (how != MTH_LENDER_BUSY) {
+    mth_slices_release(owner, seg, idx, n);
+    if (how == MTH_LENDER_TAKEN) mth_heap_leave_for(owner);
+    return;
+  }
+  MTH_RACY_ADD(home->st_lent_late, 1);
+  mth_page_set_flags(page, MTH_PAGE_UNUSED, NULL);
+  mth_page_t *head = atomic_load_explicit(&owner->spans_back, memory_order_relaxed);
+  do page->next = head;
+  while (!atomic_compare_exchange_weak_explicit(&owner->spans_back, &head, page, memory_order_release,
+                                                memory_order_relaxed));
+}
+
+/* The owner, holding its lock: the spans other heaps gave back while it was busy. */
+void mth_spans_take_back(mth_heap_t *heap) {
+  mth_page_t *page = atomic_exchange_explicit(&heap->spans_back, NULL, memory_order_acquire);
+  while (page) {
+    mth_page_t *next = page->next;
+    mth_slices_release(heap, mth_segment_of(page), mth_page_index(page), page->slice_count);
+    page = next;
+  }
+}
+
 void mth_span_free(mth_heap_t *heap, mth_page_t *page) {
   page->free = NULL;
   MTH_RACY_SET(page->used, 0);
-  mth_slices_release(heap, mth_segment_of(page), mth_page_index(page), page->slice_count);
+  mth_segment_t *seg = mth_segment_of(page);
+  if (MTH_UNLIKELY(seg->heap != heap)) {
+    mth_span_give_back(page);
+    return;
+  }
+  mth_slices_release(heap, seg, mth_page_index(page), page->slice_count);
 }
 
 /* The same for a heap whose owner is away (inbox.c): its free slices serve no other heap, so
@@ -302,11 +456,16 @@ void mth_span_free_now(mth_heap_t *heap, mth_page_t *page) {
   size_t idx = mth_page_index(page), n = page->slice_count;
   page->free = NULL;
   MTH_RACY_SET(page->used, 0);
+  if (seg->heap != heap) {   /* borrowed: the slices are another heap's, which may want them */
+    mth_span_give_back(page);
+    return;
+  }
   if (!mth_slices_release(heap, seg, idx, n) || mth_opt.purge_delay_ms < 0) return;
   if (heap->absent_returns >= MTH_ABSENT_RETURNS) return;   /* it comes back: the delay */
   heap->absent_purged = 1;
   uint64_t bits = mth_run_bits(idx, n);
   if ((seg->dirty_mask & bits) == 0) return;   /* purged already (delay 0) */
+  mth_idle_adjust(seg, -__builtin_popcountll(seg->dirty_mask & bits));
   mth_os_purge((uint8_t *)seg + (idx << MTH_SLICE_SHIFT), n << MTH_SLICE_SHIFT);
   MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask & ~bits);
 }
@@ -318,11 +477,22 @@ bool mth_span_resize(mth_heap_t *heap, mth_page_t *page, size_t size) {
   mth_segment_t *seg = mth_segment_of(page);
   size_t n = (size + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
   size_t idx = mth_page_index(page), have = page->slice_count;
-  if (n < have) {
-    mth_slices_release(heap, seg, idx + n, have - n);
-  } else if (n > have) {
-    if (idx + n > MTH_SLICES || (seg->used_mask & mth_run_bits(idx + have, n - have))) return false;
-    mth_slices_claim(heap, seg, idx, idx + have, n - have, NULL);
+  if (n != have) {
+    /* a borrowed span's slices are its lender's: changed under the lender's lock, if it can be
+     * had at once (else the caller copies) */
+    mth_heap_t *owner = seg->heap;
+    mth_lender_t how = owner == heap ? MTH_LENDER_HELD : mth_lender_enter(owner);
+    if (how == MTH_LENDER_BUSY) return false;
+    bool ok = true;
+    if (n < have) {
+      mth_slices_release(owner, seg, idx + n, have - n);
+    } else if (idx + n > MTH_SLICES || (seg->used_mask & mth_run_bits(idx + have, n - have))) {
+      ok = false;
+    } else {
+      mth_slices_claim(owner, seg, idx, idx + have, n - have, NULL);
+    }
+    if (how == MTH_LENDER_TAKEN) mth_heap_leave_for(owner);
+    if (!ok) return false;
   }
   page->slice_count = (uint8_t)n;
   MTH_RACY_SET(page->block_size, (uint32_t)mth_large_usable(size));

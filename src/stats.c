@@ -25,6 +25,7 @@ typedef struct {
   uint64_t frees_for;         /* remote frees made into an absent owner's pages (inbox.c) */
   uint64_t yields;            /* such drains cut short for the owner, back and waiting */
   uint64_t remote_in;         /* remote frees taken out of inboxes */
+  uint64_t borrows, lent_late, lend_rmw;   /* spans on other heaps' free slices (segment.c) */
   size_t unpurged;            /* free slices of span segments that may be resident */
   size_t cached;              /* bytes the heaps' caches hold */
 } mth_stats_acc_t;
@@ -70,6 +71,9 @@ static void mth_stats_heap(mth_heap_t *h, void *arg) {
   acc->frees_for += LOAD(h->st_proxy_frees);
   acc->yields += LOAD(h->st_proxy_yields);
   acc->remote_in += LOAD(h->st_remote_in);
+  acc->borrows += LOAD(h->st_borrows);
+  acc->lent_late += LOAD(h->st_lent_late);
+  acc->lend_rmw += LOAD(h->st_lend_rmw);
   acc->cached += ((size_t)LOAD(h->retired_slices) + LOAD(h->lcache_slices)) << MTH_SLICE_SHIFT;
   /* blocks in a class's cache (bcache.c) are free, though their pages count them as used; the
    * cache's pending mallocs are counted as a page's */
@@ -91,7 +95,7 @@ static size_t mth_peak_in_use;
 /* Not in struct mtheap_stats (its size is the ABI): the report prints these from here, as the
  * last mtheap_stats_get left them. */
 static struct {
-  uint64_t frees_for, yields, waiting;
+  uint64_t frees_for, yields, waiting, borrows, lent_late;
   size_t unpurged_heaps, unpurged_arena, cached;
 } mth_stats_more;
 
@@ -145,8 +149,9 @@ MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   out->lock_waits = atomic_load(&mth_gstats.lock_waits);
   out->lock_wait_ns = atomic_load(&mth_gstats.lock_wait_ns);
   /* a free for an absent owner is one more CAS, on the owner's lock */
-  out->shared_rmw = out->remote_frees + out->inbox_overflows + 2 * out->inbox_drains + out->span_ops +
-                    3 * out->lock_acquires + acc.frees_for;
+  /* a span op also moves the global count of idle slices (segment.c), mostly: counted as 2 */
+  out->shared_rmw = out->remote_frees + out->inbox_overflows + 2 * out->inbox_drains + 2 * out->span_ops +
+                    3 * out->lock_acquires + acc.frees_for + acc.lend_rmw;
   /* the freers count a remote free after pushing it: a moment's snapshot may see it taken
    * in and not yet sent */
   uint64_t waiting = out->remote_frees > acc.remote_in ? out->remote_frees - acc.remote_in : 0;
@@ -156,6 +161,8 @@ MTHEAP_API void mtheap_stats_get(struct mtheap_stats *out) {
   __atomic_store_n(&mth_stats_more.unpurged_heaps, acc.unpurged, __ATOMIC_RELAXED);
   __atomic_store_n(&mth_stats_more.unpurged_arena, unpurged_arena, __ATOMIC_RELAXED);
   __atomic_store_n(&mth_stats_more.cached, acc.cached, __ATOMIC_RELAXED);
+  __atomic_store_n(&mth_stats_more.borrows, acc.borrows, __ATOMIC_RELAXED);
+  __atomic_store_n(&mth_stats_more.lent_late, acc.lent_late, __ATOMIC_RELAXED);
 }
 
 /* Sizes as people read them: 1023 B, 12.3 KiB, 4.0 MiB. */
@@ -217,12 +224,15 @@ MTHEAP_API void mtheap_stats_print(FILE *f) {
   uint64_t ops = st.mallocs + st.frees;
   mth_out(fd, "  shared     %llu atomic RMWs (%.2f per 1000 mallocs+frees): remote frees %llu, inbox overflows %llu,\n"
               "             drains %llu, span ops %llu, segment ops %llu, freed for absent owners %llu\n"
-              "             (drains for them cut short, the owner back and waiting: %llu)\n",
+              "             (drains for them cut short, the owner back and waiting: %llu)\n"
+              "             spans on other heaps' free slices %llu (given back through the lender's list %llu)\n",
           (unsigned long long)st.shared_rmw, ops ? 1000.0 * (double)st.shared_rmw / (double)ops : 0.0,
           (unsigned long long)st.remote_frees, (unsigned long long)st.inbox_overflows,
           (unsigned long long)st.inbox_drains, (unsigned long long)st.span_ops, (unsigned long long)st.segment_ops,
           (unsigned long long)__atomic_load_n(&mth_stats_more.frees_for, __ATOMIC_RELAXED),
-          (unsigned long long)__atomic_load_n(&mth_stats_more.yields, __ATOMIC_RELAXED));
+          (unsigned long long)__atomic_load_n(&mth_stats_more.yields, __ATOMIC_RELAXED),
+          (unsigned long long)__atomic_load_n(&mth_stats_more.borrows, __ATOMIC_RELAXED),
+          (unsigned long long)__atomic_load_n(&mth_stats_more.lent_late, __ATOMIC_RELAXED));
   mth_out(fd, "  %10s %14s %14s %12s %8s\n", "block size", "mallocs", "frees", "live", "pages");
   for (size_t i = 0; i < MTHEAP_NUM_CLASSES; i++) {
     const struct mtheap_class_stats *cl = &st.classes[i];

@@ -82,16 +82,27 @@
  *            that got a block back are refilled first and the sparse ones empty and go; when
  *            every page took its turn (the queue's back, before) none ever emptied: 317 blocks
  *            of 1 KiB kept all 20 pages (bound 12); now 10.
+ *   borrow   a new thread's first spans go on another thread's free resident slices, are the
+ *            new thread's pages (a third thread's free goes to its inbox), and go back to the
+ *            lender's segment when emptied: at once, or through the lender's spans_back while
+ *            its lock is taken, until its next tick (src/segment.c)
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain */
 #include "testutil.h"
+#include <semaphore.h>
 #include <sys/mman.h>
 
 #include "internal.h"   /* the bounds checked: MTH_RETIRED_MAX, MTH_RETIRED_SLICES; the geometry */
 
 #define SLICE MTH_SLICE_SIZE
+
+static uint64_t report_count_pages(const char *key) {
+  char line[512];
+  th_report_line(key, line, sizeof line);
+  return strtoull(strstr(line, key) + strlen(key), NULL, 10);
+}
 
 static uint64_t class_pages(size_t block_size) {
   struct mtheap_stats st;
@@ -1128,6 +1139,136 @@ static void case_bcache_newseg(void) {
   TCHECK(pthread_join(t, NULL) == 0);
 }
 
+/* Borrowing (src/segment.c): a thread that starts while another holds free resident slices
+ * takes its spans there instead of in a fresh segment.  The lender frees six 256 KiB blocks
+ * (one span stays kept, 40 slices are free and resident) and waits; a new thread's first
+ * blocks, large and small, must land in the lender's segment as pages of the new thread's
+ * own: a free from a third thread goes to the borrower's inbox, not the lender's.  Emptied,
+ * the span goes back to the lender's segment (its slices free again); with the lender's lock
+ * held elsewhere it waits on the lender's spans_back, still taken, until the lender's next
+ * tick takes it back.  The report counts the spans. */
+static struct {
+  sem_t lent, borrowed, freed, b_ready, lock_taken, b_checked, lock_free, taken_back, b_done;
+  mth_heap_t *lender, *borrower;
+  mth_segment_t *seg;
+  void *small;
+} bw;
+
+static bool bw_slice_used(mth_segment_t *seg, const void *p) {
+  size_t k = ((uintptr_t)p - (uintptr_t)seg) >> MTH_SLICE_SHIFT;
+  return (__atomic_load_n(&seg->used_mask, __ATOMIC_RELAXED) >> k) & 1;
+}
+
+/* heap->idle_slices and the global count against a recount from the segments' masks */
+static void bw_idle_seg(mth_segment_t *seg, void *arg) {
+  if (seg->kind == MTH_SEG_SPANS) *(uint64_t *)arg += (uint64_t)__builtin_popcountll(seg->dirty_mask & ~seg->used_mask);
+}
+static void bw_idle_heap(mth_heap_t *h, void *arg) { *(uint64_t *)arg += h->idle_slices; }
+static void bw_check_idle(void) {
+  uint64_t masks = 0, heaps = 0;
+  mth_arena_visit(bw_idle_seg, &masks);
+  mth_heaps_visit(bw_idle_heap, &heaps);
+  uint64_t all = atomic_load(&mth_gstats.idle_slices);
+  printf("idle slices: %" PRIu64 " by the masks, %" PRIu64 " by the heaps, %" PRIu64 " in all\n", masks, heaps, all);
+  TCHECKF(masks == heaps && heaps == all, "idle slices: %" PRIu64 " by the masks, %" PRIu64 " by the heaps, %"
+          PRIu64 " in all", masks, heaps, all);
+}
+
+static void *bw_lender(void *arg) {
+  (void)arg;
+  void *p[6];
+  for (int i = 0; i < 6; i++) TCHECK((p[i] = T_MALLOC(256 << 10)) != NULL);
+  bw.lender = mth_tls_heap;
+  bw.seg = mth_segment_of(p[0]);
+  TCHECKF(bw.seg->heap == bw.lender, "%s", "the lender's first blocks are not in a segment of its own");
+  for (int i = 0; i < 6; i++) T_FREE(p[i]);
+  sem_post(&bw.lent);
+  sem_wait(&bw.lock_free);   /* the borrower's second span went to our spans_back meanwhile */
+  mtheap_collect(false);      /* a tick: takes it back */
+  sem_post(&bw.taken_back);
+  sem_wait(&bw.b_done);       /* alive until checked: its exit would take it back too */
+  return NULL;
+}
+
+static void *bw_borrower(void *arg) {
+  (void)arg;
+  sem_wait(&bw.lent);
+  /* no malloc before these: this thread has no segment of its own */
+  uint8_t *big = T_MALLOC(256 << 10);
+  uint8_t *small = T_MALLOC(4000);
+  TCHECK(big && small);
+  mth_heap_t *me = mth_tls_heap;
+  bw.borrower = me;
+  mth_page_t *bp = mth_page_of(mth_segment_of(big), big), *sp = mth_page_of(mth_segment_of(small), small);
+  TCHECKF(mth_segment_of(big) == bw.seg && mth_segment_of(small) == bw.seg,
+          "a new thread's first blocks (%p, %p) are not in the lender's segment %p, which had 40 "
+          "free resident slices", (void *)big, (void *)small, (void *)bw.seg);
+  TCHECKF(bp->home == me && sp->home == me, "%s", "borrowed spans do not name the borrower as their heap");
+  th_fill_seed(big, 256 << 10, 41);
+  th_fill_seed(small, 4000, 42);
+  bw.small = T_MALLOC(4000);   /* the next block of the same page, for another thread to free */
+  TCHECK(mth_page_of(mth_segment_of(bw.small), bw.small) == sp);
+  sem_post(&bw.borrowed);
+  sem_wait(&bw.freed);
+  TCHECKF(atomic_load(&me->inbox_n) == 1 && atomic_load(&bw.lender->inbox_n) == 0,
+          "another thread's free of a block on borrowed slices: borrower's inbox %" PRIu64
+          ", lender's %" PRIu64 " (want 1 and 0)", atomic_load(&me->inbox_n), atomic_load(&bw.lender->inbox_n));
+  th_verify_seed(big, 256 << 10, 256 << 10, 41);
+  th_verify_seed(small, 4000, 4000, 42);
+  T_FREE(big);
+  T_FREE(small);
+  mtheap_collect(true);   /* the kept large span and the empty page go */
+  TCHECKF(!bw_slice_used(bw.seg, big) && !bw_slice_used(bw.seg, small),
+          "%s", "emptied borrowed spans did not go back to the lender's segment");
+  bw_check_idle();
+  /* again, with the lender's lock taken by another thread: the span waits on its list */
+  uint8_t *again = T_MALLOC(256 << 10);
+  TCHECK(again != NULL && mth_segment_of(again) == bw.seg);
+  sem_post(&bw.b_ready);     /* main: take the lender's lock */
+  sem_wait(&bw.lock_taken);
+  T_FREE(again);
+  mtheap_collect(true);
+  mth_page_t *ap = mth_page_of(bw.seg, again);
+  TCHECKF(bw_slice_used(bw.seg, again) && atomic_load(&bw.lender->spans_back) == ap &&
+          (ap->flags & MTH_PAGE_UNUSED),
+          "%s", "a span given back while the lender's lock was taken is not on its spans_back, "
+          "slices still used, marked free");
+  sem_post(&bw.b_checked);   /* main: let go of the lock; the lender then ticks */
+  sem_wait(&bw.taken_back);
+  TCHECKF(!bw_slice_used(bw.seg, again) && atomic_load(&bw.lender->spans_back) == NULL,
+          "%s", "the lender's tick did not take back the span on its spans_back");
+  sem_post(&bw.b_done);
+  return NULL;
+}
+
+static uint64_t bw_reported(void) { return report_count_pages("spans on other heaps' free slices "); }
+
+static void case_borrow(void) {
+  mtheap_collect(true);   /* the main thread's own free slices purged: the lender's are the only ones */
+  sem_t *sems[] = {&bw.lent, &bw.borrowed, &bw.freed, &bw.b_ready, &bw.lock_taken, &bw.b_checked,
+                   &bw.lock_free, &bw.taken_back, &bw.b_done};
+  for (size_t i = 0; i < sizeof sems / sizeof sems[0]; i++) sem_init(sems[i], 0, 0);
+  uint64_t before = bw_reported();
+  pthread_t l, b;
+  th_thread(&l, bw_lender, NULL);
+  th_thread(&b, bw_borrower, NULL);
+  sem_wait(&bw.borrowed);
+  T_FREE(bw.small);   /* a remote free */
+  sem_post(&bw.freed);
+  sem_wait(&bw.b_ready);
+  TCHECK(mth_heap_try_enter_for(bw.lender));
+  sem_post(&bw.lock_taken);
+  sem_wait(&bw.b_checked);
+  mth_heap_leave_for(bw.lender);
+  sem_post(&bw.lock_free);
+  th_join(b);
+  th_join(l);
+  uint64_t n = bw_reported() - before;
+  printf("spans borrowed: %" PRIu64 "\n", n);
+  bw_check_idle();
+  TCHECKF(n >= 3, "the report counts %" PRIu64 " borrowed spans, 3 were taken", n);
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -1156,7 +1297,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "kept")) case_kept();
   else if (!strcmp(c, "drain")) case_drain();
   else if (!strcmp(c, "bcache_newseg")) case_bcache_newseg();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|lcache|kept|drain",
+  else if (!strcmp(c, "borrow")) case_borrow();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;

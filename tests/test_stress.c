@@ -31,6 +31,10 @@
  *              statistics count it; inbox.c leaves the owner the rest), at most 400 rounds.
  *              Every block verified before its free, every one counted back
  *
+ *   borrow     rounds of four threads that each allocate a burst of a few MiB, free half and
+ *              leave half in a pool that later threads free: heaps running, exited and adopted
+ *              lend each other free slices (src/segment.c); the report counts borrowed spans
+ *
  * The source compiles against the prefixed API (TEST_PREFIXED: mtheap_api and its TSan/UBSan
  * builds) or plain malloc (linked with, or preloaded with, libmtheap.so).
  */
@@ -769,9 +773,83 @@ static void case_comeback(void) {
           "%" PRIu64 " mallocs but %" PRIu64 " frees counted", s1.mallocs - s0.mallocs, s1.frees - s0.frees);
 }
 
+/* ------------------------------------------------------------------ borrow */
+
+/* Threads in rounds, four at a time, each allocating a burst of a few MiB (small to 1 MiB
+ * blocks), freeing half of it and leaving the other half in a pool that later threads free:
+ * heaps of threads that have exited, been adopted or are running hold free resident slices
+ * that the others borrow (src/segment.c), and blocks on borrowed slices are freed by their own
+ * thread, by others while it runs, and after it has exited.  Every block is verified before
+ * its free; the report must count borrowed spans. */
+enum { BP_SLOTS = 4096 };
+static slot_t bp_pool[BP_SLOTS];
+static pthread_mutex_t bp_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t bp_size(th_rng_t *r) {
+  uint64_t x = th_below(r, 100);
+  if (x < 60) return th_logsize(r, 16, 4096);
+  if (x < 95) return th_logsize(r, 4097, 128 << 10);
+  return th_logsize(r, (128 << 10) + 1, 1 << 20);
+}
+
+static void *bp_worker(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  th_rng_t r = th_rng(id * 131 + 7);
+  size_t n = 100 + (size_t)scaled(1500);
+  slot_t *mine = calloc(n, sizeof *mine);   /* bookkeeping, not under test */
+  TCHECK(mine != NULL);
+  for (size_t i = 0; i < n; i++) {
+    mine[i].n = bp_size(&r);
+    mine[i].p = T_MALLOC(mine[i].n);
+    if (!mine[i].p) TFAIL("malloc(%zu) failed", mine[i].n);
+    th_fill(mine[i].p, mine[i].n);
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (th_below(&r, 2) == 0) {
+      th_verify(mine[i].p, mine[i].n);
+      T_FREE(mine[i].p);
+      continue;
+    }
+    /* into the pool; what the slot held, some earlier thread's block, is ours to free */
+    pthread_mutex_lock(&bp_lock);
+    slot_t *x = &bp_pool[th_below(&r, BP_SLOTS)], old = *x;
+    *x = mine[i];
+    pthread_mutex_unlock(&bp_lock);
+    if (old.p) {
+      th_verify(old.p, old.n);
+      T_FREE(old.p);
+    }
+  }
+  free(mine);
+  return NULL;
+}
+
+static void case_borrow(void) {
+  char line[512];
+  th_report_line("spans on other heaps' free slices ", line, sizeof line);
+  const char *key = "spans on other heaps' free slices ";
+  uint64_t before = strtoull(strstr(line, key) + strlen(key), NULL, 10);
+  uint64_t rounds = 4 + scaled(40);
+  for (uint64_t round = 0; round < rounds; round++) {
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) th_thread(&t[i], bp_worker, (void *)(uintptr_t)(round * 4 + (uint64_t)i));
+    for (int i = 0; i < 4; i++) th_join(t[i]);
+  }
+  for (int i = 0; i < BP_SLOTS; i++)
+    if (bp_pool[i].p) {
+      th_verify(bp_pool[i].p, bp_pool[i].n);
+      T_FREE(bp_pool[i].p);
+      bp_pool[i].p = NULL;
+    }
+  th_report_line(key, line, sizeof line);
+  uint64_t n = strtoull(strstr(line, key) + strlen(key), NULL, 10) - before;
+  printf("borrowed spans: %" PRIu64 "\n", n);
+  TCHECKF(n > 0, "%" PRIu64 " rounds of threads with bursts of a few MiB borrowed no span", rounds);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s local|prodcons|migrate|monitor|churn|realloc|huge|inbox|absent|comeback [percent]\n", argv[0]);
+    fprintf(stderr, "usage: %s local|prodcons|migrate|monitor|churn|realloc|huge|inbox|absent|comeback|borrow [percent]\n", argv[0]);
     return 2;
   }
   if (argc > 2) scale_pct = (unsigned)atoi(argv[2]);
@@ -790,6 +868,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "inbox")) case_inbox();
   else if (!strcmp(c, "absent")) case_absent();
   else if (!strcmp(c, "comeback")) case_comeback();
+  else if (!strcmp(c, "borrow")) case_borrow();
   else TFAIL("unknown case %s", c);
   printf("test_stress %s (%s, %u%%): passed in %" PRIu64 " ms, peak RSS now %zu MiB\n", c, T_API_NAME,
          scale_pct, th_now_ms() - t0, th_rss() >> 20);
