@@ -282,7 +282,7 @@ void mth_heap_tick_beat(mth_heap_t *heap) {
 }
 
 /* The deadlines: kept pages, purging, block-cache scavenging, abandoned heaps; and spans other
- * heaps gave back to our segments while we held our lock (segment.c), which wait for this. */
+ * heaps gave back to our segments while we held our lock (lend.c), which wait for this. */
 static void mth_heap_tick_due(mth_heap_t *heap) {
   if (heap->retired_n) mth_retired_expire(heap);
   if (MTH_UNLIKELY(atomic_load_explicit(&heap->spans_back, memory_order_relaxed) != NULL))

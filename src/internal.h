@@ -13,8 +13,8 @@
  *   heap     per-thread; owns span segments.  Only the owner touches its pages' free lists;
  *            other threads put freed blocks in heap->inbox (inbox.c) with one atomic.  A heap
  *            about to touch fresh memory may take a span from another heap's resident free
- *            slices (segment.c, borrowing): the span is its own (page->home), the slices stay
- *            the segment's heap's.
+ *            slices (lend.c): the span is its own (page->home), the slices stay the segment's
+ *            heap's.
  *
  * Invariants (checked where noted)
  *   - mth_segmap[s] != 0  <=>  a live segment header starts at slot s.
@@ -192,8 +192,8 @@ typedef struct mth_page_s {
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
   /* the heap the page belongs to: its blocks' remote frees go to this heap's inbox.  Usually
-   * its segment's heap; a span taken from another heap's free slices (segment.c, borrowing)
-   * belongs to the heap that took it, while its slices stay the segment's. */
+   * its segment's heap; a span taken from another heap's free slices (lend.c) belongs to the
+   * heap that took it, while its slices stay the segment's. */
   mth_heap_t *home;
 } mth_page_t;
 
@@ -267,7 +267,7 @@ struct mth_heap_s {
   size_t small_bytes;
   bool lifo;
   /* free slices of this heap's segments that may be resident (its part of
-   * mth_gstats.idle_slices): other heaps read it to find slices to borrow (segment.c) */
+   * mth_gstats.idle_slices): other heaps read it to find slices to borrow (lend.c) */
   uint32_t idle_slices;
   uint32_t borrow_skip;       /* span allocations before the next look for slices to borrow */
   /* The heap's lock (mth_heap_enter): 1 while the owner is on a slow path or another thread
@@ -302,7 +302,7 @@ struct mth_heap_s {
   uint64_t st_mallocs[MTH_BINS];
   uint64_t st_large, st_huge, st_remote_out, st_realloc_inplace, st_realloc_mremap;
   uint64_t st_inbox_overflow, st_inbox_drains, st_span_ops, st_segment_ops;
-  uint64_t st_borrows;        /* spans taken from other heaps' free slices (segment.c), */
+  uint64_t st_borrows;        /* spans taken from other heaps' free slices (lend.c), */
   uint64_t st_lent_late;      /* ... given back through the lender's spans_back, */
   uint64_t st_lend_rmw;       /* ... and the atomic read-modify-writes that took (locks tried) */
   uint64_t st_proxy_frees;    /* remote frees this thread made into an absent owner's pages */
@@ -329,8 +329,8 @@ struct mth_heap_s {
   _Atomic uint32_t help_ticks;  /* the owner's ticks when another thread first saw them, */
   _Atomic uint64_t help_ms;     /* ... and when (mth_heap_absent) */
   /* spans other heaps took from this heap's segments and have emptied, waiting for this heap
-   * to take their slices back (segment.c: its lock was busy when they emptied); linked
-   * through page->next */
+   * to take their slices back (lend.c: its lock was busy when they emptied); linked through
+   * page->next */
   _Atomic(mth_page_t *) spans_back;
   /* Block caches (bcache.c): per class, blocks freed into full pages, as the free list of a
    * descriptor no segment holds, which direct[] names from the time the class's front page
@@ -509,7 +509,27 @@ MTH_INLINE size_t mth_huge_usable(size_t size, size_t room) {
 }
 MTH_HIDDEN void mth_segments_purge(mth_heap_t *heap, uint64_t now, bool force);
 MTH_HIDDEN void mth_segment_release_empty(mth_heap_t *heap);
+MTH_INLINE uint64_t mth_run_bits(size_t idx, size_t n) {
+  return (n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
+}
+/* The slice bookkeeping of a span segment, under its heap's lock (segment.c): claim marks
+ * slices [idx, idx+n) used as part of the span starting at first; release frees them (false
+ * when that emptied the segment and it went back to the arena). */
+MTH_HIDDEN void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first, size_t idx, size_t n,
+                                 bool *is_zero);
+MTH_HIDDEN bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx, size_t n);
+typedef struct {
+  mth_segment_t *seg;
+  int idx, dirty, runlen;     /* window start, its resident slices, the length of its free run */
+} mth_fit_t;
+MTH_HIDDEN mth_fit_t mth_fit_heap(mth_heap_t *heap, size_t n, size_t *room);
+
+/* ---- lending (lend.c): spans on other heaps' free slices ---- */
+MTH_HIDDEN mth_page_t *mth_span_borrow(mth_heap_t *heap, size_t n, bool need);
+MTH_HIDDEN void mth_span_give_back(mth_page_t *page);
 MTH_HIDDEN void mth_spans_take_back(mth_heap_t *heap);
+typedef enum { MTH_LENDER_BUSY, MTH_LENDER_TAKEN, MTH_LENDER_HELD } mth_lender_t;
+MTH_HIDDEN mth_lender_t mth_lender_enter(mth_heap_t *owner);
 MTH_HIDDEN void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero);
 MTH_HIDDEN void mth_huge_free(mth_segment_t *seg);
 MTH_HIDDEN void *mth_huge_realloc(mth_segment_t *seg, void *p, size_t size);

@@ -11,18 +11,11 @@
  *     back to the arena at once.
  *   - everything above changes only under the segment heap's lock (mth_heap_enter, or another
  *     thread's mth_heap_try_enter_for): the heap itself, a thread freeing for it while it is
- *     away (inbox.c), or another heap borrowing its free slices or giving them back
- *     (mth_span_borrow, mth_span_give_back).
+ *     away (inbox.c), or another heap borrowing its free slices or giving them back (lend.c).
  *   - heap->idle_slices == the sum of popcount(dirty_mask & ~used_mask) over the heap's span
  *     segments, and mth_gstats.idle_slices the sum over all heaps.
- *   - a span on its lender's spans_back has its slices still marked used and its descriptor
- *     MTH_PAGE_UNUSED (a free into it is reported); only the lender releases them.
  */
 #include "internal.h"
-
-MTH_INLINE uint64_t mth_run_bits(size_t idx, size_t n) {
-  return (n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1)) << idx;
-}
 
 static void mth_seglist_remove(mth_segment_t **head, mth_segment_t *seg) {
   if (seg->prev) seg->prev->next = seg->next;
@@ -39,7 +32,7 @@ static void mth_seglist_push(mth_segment_t **head, mth_segment_t *seg) {
 }
 
 /* Free slices that may be resident ("idle"): counted per heap and in all, so that a heap about
- * to touch fresh memory knows whether another heap has some to lend (mth_span_borrow). */
+ * to touch fresh memory knows whether another heap has some to lend (lend.c). */
 MTH_INLINE int mth_seg_idle(const mth_segment_t *seg) {
   return __builtin_popcountll(seg->dirty_mask & ~seg->used_mask);
 }
@@ -127,8 +120,8 @@ static void mth_pages_add(size_t bytes, bool add) {
 }
 
 /* Marks slices [idx, idx+n) of seg used, as slices k >= 1 of a span starting at first. */
-static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first, size_t idx,
-                             size_t n, bool *is_zero) {
+void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first, size_t idx, size_t n,
+                      bool *is_zero) {
   uint64_t bits = mth_run_bits(idx, n);
   if (seg->used_mask == 1) heap->empty_segs--;
   mth_idle_adjust(seg, -__builtin_popcountll(seg->dirty_mask & bits));
@@ -168,10 +161,6 @@ static void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first,
  * at MTH_FIT_SEGMENTS segments past the first that had room, so a heap of many segments does
  * not walk them all for every span. */
 #define MTH_FIT_SEGMENTS 8
-typedef struct {
-  mth_segment_t *seg;
-  int idx, dirty, runlen;
-} mth_fit_t;
 
 static void mth_fit_segment(mth_segment_t *seg, size_t n, size_t room, mth_fit_t *best) {
   uint64_t free = ~seg->used_mask;   /* bit 0, the header, is always used */
@@ -208,7 +197,7 @@ static void mth_fit_segment(mth_segment_t *seg, size_t n, size_t room, mth_fit_t
 
 /* The best window of n slices among a heap's segments (mth_fit_segment), room behind it if
  * asked and found. */
-static mth_fit_t mth_fit_heap(mth_heap_t *heap, size_t n, size_t *room) {
+mth_fit_t mth_fit_heap(mth_heap_t *heap, size_t n, size_t *room) {
   mth_fit_t best = {NULL, 0, 0, 0};
   for (;;) {
     best.dirty = -(int)MTH_SLICES;
@@ -221,70 +210,6 @@ static mth_fit_t mth_fit_heap(mth_heap_t *heap, size_t n, size_t *room) {
     *room = 0;
   }
   return best;
-}
-
-/* Borrowing: n free resident slices of another heap's segment, for a span of heap's own.
- *
- * Why: every heap reused only its own free slices, so a program whose threads' needs rise and
- * fall out of step held each thread's high-water mark at once: a heap took a fresh segment for
- * a large block while other heaps' resident free slices sat idle (`mstress`, whose threads
- * come and go with an occasional block of up to 512 KiB), or for pages while another heap's
- * remote frees had just emptied some (`xfree -t 8`).  A heap that would touch fresh memory
- * looks for a window of resident free slices in another heap's segments first: peak RSS of
- * `mstress -t 8` 33.4 -> 25.4 MiB, of `xfree -t 8` 229.5 -> 195.1 MiB, the time the same
- * (docs/PERFORMANCE.md).
- *
- * The slices stay the lending heap's: its segment's masks, lists and purge schedule change
- * only under its lock (mth_heap_enter), which the borrower takes with one try (never waits:
- * two heaps borrowing from each other cannot deadlock) and, to walk the heaps, the list's
- * lock, also only tried.  The span itself is the borrower's (page->home): its blocks, frees
- * and remote frees are the borrower's business as for any page of its own.  It grows or
- * shrinks in place only under the lender's lock (mth_span_resize), and when it empties its
- * slices go back to the lender (mth_span_give_back).  Only windows wholly resident are taken,
- * unless the alternative is a new segment: fresh slices are no better in another heap's
- * segment than in one's own.  Not for a growing block (realloc's room behind it): its growth
- * in place would need the lender's lock at every step.
- *
- * Cost: a failed walk reads every heap's idle count, so a heap that found nothing waits
- * MTH_BORROW_BACKOFF span allocations before it looks again. */
-#define MTH_BORROW_TRIES 8         /* heaps whose lock one search tries */
-#define MTH_BORROW_BACKOFF 32
-static mth_page_t *mth_span_borrow(mth_heap_t *heap, size_t n, bool need) {
-  uint64_t all = atomic_load_explicit(&mth_gstats.idle_slices, memory_order_relaxed);
-  if (all < (uint64_t)heap->idle_slices + n) return NULL;
-  if (heap->borrow_skip && !need) {
-    heap->borrow_skip--;
-    return NULL;
-  }
-  MTH_RACY_ADD(heap->st_lend_rmw, 2);   /* the list's lock, taken and let go */
-  if (!mth_heaps_trylock()) return NULL;
-  mth_page_t *page = NULL;
-  int tries = 0;
-  for (mth_heap_t *h = mth_heaps_first(); h && tries < MTH_BORROW_TRIES; h = h->all_next) {
-    if (h == heap || MTH_RACY_GET(h->idle_slices) < n) continue;
-    int st = atomic_load_explicit(&h->state, memory_order_relaxed);
-    if (st != MTH_HEAP_LIVE && st != MTH_HEAP_ABANDONED) continue;   /* not a fork's zombie */
-    tries++;
-    MTH_RACY_ADD(heap->st_lend_rmw, 1);
-    if (!mth_heap_try_enter_for(h)) continue;
-    size_t room = 0;
-    mth_fit_t best = mth_fit_heap(h, n, &room);
-    /* all of it resident (some, when the alternative is a new segment) */
-    if (best.seg && (best.dirty == (int)n || (need && best.dirty > 0))) {
-      mth_slices_claim(h, best.seg, (size_t)best.idx, (size_t)best.idx, n, NULL);
-      page = &best.seg->pages[best.idx];
-      MTH_RACY_SET(page->slice_offset, 0);
-      page->slice_count = (uint8_t)n;
-      MTH_RACY_SET(page->flags, 0);
-      MTH_RACY_SET(page->owner, NULL);   /* set by mth_page_init, with home */
-    }
-    mth_heap_leave_for(h);
-    if (page) break;
-  }
-  mth_heaps_unlock();
-  if (page) MTH_RACY_ADD(heap->st_borrows, 1);
-  else if (!need) heap->borrow_skip = MTH_BORROW_BACKOFF;
-  return page;
 }
 
 /* A span of n slices, or of n + room where that fits (the room claimed too: untouched slices
@@ -312,7 +237,7 @@ search:
     mth_bcache_flush(heap);
     goto search;
   }
-  /* fresh memory ahead: another heap's resident free slices first (mth_span_borrow) */
+  /* fresh memory ahead: another heap's resident free slices first (lend.c) */
   if ((!best.seg || best.dirty < (int)n) && want_room == 0) {
     mth_page_t *page = mth_span_borrow(heap, n, !best.seg);
     if (page) {
@@ -353,7 +278,7 @@ static void mth_segment_purge_dirty(mth_segment_t *seg) {
 
 /* Returns slices [idx, idx+n) of seg to the free set (dirty, purged after the delay).
  * False when that emptied the segment and it went back to the arena. */
-static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx, size_t n) {
+bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx, size_t n) {
   for (size_t k = idx; k < idx + n; k++) {
     MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
     MTH_RACY_SET(seg->pages[k].owner, NULL);
@@ -383,51 +308,6 @@ static bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx,
       MTH_RACY_SET(heap->purge_next_ms, seg->purge_at_ms);   /* read by mth_heaps_help_absent */
   }
   return true;
-}
-
-/* Entering a lender's lock for its segment, from a thread that holds its own heap's: never
- * waits (two heaps each giving back to the other must not deadlock).  HELD: this thread is the
- * lender's own and inside its lock already (freeing for an absent owner, inbox.c). */
-typedef enum { MTH_LENDER_BUSY, MTH_LENDER_TAKEN, MTH_LENDER_HELD } mth_lender_t;
-static mth_lender_t mth_lender_enter(mth_heap_t *owner) {
-  if (mth_tls_heap == owner && owner->lock_depth > 0) return MTH_LENDER_HELD;
-  return mth_heap_try_enter_for(owner) ? MTH_LENDER_TAKEN : MTH_LENDER_BUSY;
-}
-
-/* A span heap took from another heap's segment (mth_span_borrow), emptied: its slices go back
- * to that heap, under its lock, which another thread only ever tries to take.  When it is
- * busy the span waits on the heap's spans_back for the heap's next tick (or, for an owner
- * that is away, another thread's: heap.c), marked as a free slice meanwhile, so a stray free
- * into it is reported, not taken.  The heap's own thread, inside its lock already (freeing for
- * an absent owner, inbox.c), gives it back at once. */
-static void mth_span_give_back(mth_page_t *page) {
-  mth_segment_t *seg = mth_segment_of(page);
-  mth_heap_t *owner = seg->heap;
-  size_t idx = mth_page_index(page), n = page->slice_count;
-  mth_heap_t *home = page->home;
-  MTH_RACY_ADD(home->st_lend_rmw, 1);   /* the try, or the push below */
-  mth_lender_t how = mth_lender_enter(owner);
-  if (how != MTH_LENDER_BUSY) {
-    mth_slices_release(owner, seg, idx, n);
-    if (how == MTH_LENDER_TAKEN) mth_heap_leave_for(owner);
-    return;
-  }
-  MTH_RACY_ADD(home->st_lent_late, 1);
-  mth_page_set_flags(page, MTH_PAGE_UNUSED, NULL);
-  mth_page_t *head = atomic_load_explicit(&owner->spans_back, memory_order_relaxed);
-  do page->next = head;
-  while (!atomic_compare_exchange_weak_explicit(&owner->spans_back, &head, page, memory_order_release,
-                                                memory_order_relaxed));
-}
-
-/* The owner, holding its lock: the spans other heaps gave back while it was busy. */
-void mth_spans_take_back(mth_heap_t *heap) {
-  mth_page_t *page = atomic_exchange_explicit(&heap->spans_back, NULL, memory_order_acquire);
-  while (page) {
-    mth_page_t *next = page->next;
-    mth_slices_release(heap, mth_segment_of(page), mth_page_index(page), page->slice_count);
-    page = next;
-  }
 }
 
 void mth_span_free(mth_heap_t *heap, mth_page_t *page) {

@@ -25,7 +25,7 @@ typedef struct {
   uint64_t frees_for;         /* remote frees made into an absent owner's pages (inbox.c) */
   uint64_t yields;            /* such drains cut short for the owner, back and waiting */
   uint64_t remote_in;         /* remote frees taken out of inboxes */
-  uint64_t borrows, lent_late, lend_rmw;   /* spans on other heaps' free slices (segment.c) */
+  uint64_t borrows, lent_late, lend_rmw;   /* spans on other heaps' free slices (lend.c) */
   size_t unpurged;            /* free slices of span segments that may be resident */
   size_t cached;              /* bytes the heaps' caches hold */
 } mth_stats_acc_t;

@@ -85,7 +85,7 @@
  *   borrow   a new thread's first spans go on another thread's free resident slices, are the
  *            new thread's pages (a third thread's free goes to its inbox), and go back to the
  *            lender's segment when emptied: at once, or through the lender's spans_back while
- *            its lock is taken, until its next tick (src/segment.c)
+ *            its lock is taken, until its next tick (src/lend.c)
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
@@ -1139,7 +1139,7 @@ static void case_bcache_newseg(void) {
   TCHECK(pthread_join(t, NULL) == 0);
 }
 
-/* Borrowing (src/segment.c): a thread that starts while another holds free resident slices
+/* Borrowing (src/lend.c): a thread that starts while another holds free resident slices
  * takes its spans there instead of in a fresh segment.  The lender frees six 256 KiB blocks
  * (one span stays kept, 40 slices are free and resident) and waits; a new thread's first
  * blocks, large and small, must land in the lender's segment as pages of the new thread's

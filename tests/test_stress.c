@@ -33,7 +33,7 @@
  *
  *   borrow     rounds of four threads that each allocate a burst of a few MiB, free half and
  *              leave half in a pool that later threads free: heaps running, exited and adopted
- *              lend each other free slices (src/segment.c); the report counts borrowed spans
+ *              lend each other free slices (src/lend.c); the report counts borrowed spans
  *
  * The source compiles against the prefixed API (TEST_PREFIXED: mtheap_api and its TSan/UBSan
  * builds) or plain malloc (linked with, or preloaded with, libmtheap.so).
@@ -778,7 +778,7 @@ static void case_comeback(void) {
 /* Threads in rounds, four at a time, each allocating a burst of a few MiB (small to 1 MiB
  * blocks), freeing half of it and leaving the other half in a pool that later threads free:
  * heaps of threads that have exited, been adopted or are running hold free resident slices
- * that the others borrow (src/segment.c), and blocks on borrowed slices are freed by their own
+ * that the others borrow (src/lend.c), and blocks on borrowed slices are freed by their own
  * thread, by others while it runs, and after it has exited.  Every block is verified before
  * its free; the report must count borrowed spans. */
 enum { BP_SLOTS = 4096 };
