@@ -38,8 +38,11 @@ mth_page_t *mth_span_borrow(mth_heap_t *heap, size_t n, bool need) {
     heap->borrow_skip--;
     return NULL;
   }
+  if (!mth_heaps_trylock()) {
+    MTH_RACY_ADD(heap->st_lend_rmw, 1);   /* the failed try */
+    return NULL;
+  }
   MTH_RACY_ADD(heap->st_lend_rmw, 2);   /* the list's lock, taken and let go */
-  if (!mth_heaps_trylock()) return NULL;
   mth_page_t *page = NULL;
   int tries = 0;
   for (mth_heap_t *h = mth_heaps_first(); h && tries < MTH_BORROW_TRIES; h = h->all_next) {

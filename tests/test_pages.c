@@ -98,12 +98,6 @@
 
 #define SLICE MTH_SLICE_SIZE
 
-static uint64_t report_count_pages(const char *key) {
-  char line[512];
-  th_report_line(key, line, sizeof line);
-  return strtoull(strstr(line, key) + strlen(key), NULL, 10);
-}
-
 static uint64_t class_pages(size_t block_size) {
   struct mtheap_stats st;
   th_stats(&st);
@@ -1241,7 +1235,7 @@ static void *bw_borrower(void *arg) {
   return NULL;
 }
 
-static uint64_t bw_reported(void) { return report_count_pages("spans on other heaps' free slices "); }
+static uint64_t bw_reported(void) { return th_report_count("spans on other heaps' free slices "); }
 
 static void case_borrow(void) {
   mtheap_collect(true);   /* the main thread's own free slices purged: the lender's are the only ones */

@@ -637,14 +637,9 @@ static void *ab_ticker(void *arg) {
 }
 
 /* The number after key in the statistics report. */
-static uint64_t report_count(const char *key) {
-  char line[512];
-  th_report_line(key, line, sizeof line);
-  return strtoull(strstr(line, key) + strlen(key), NULL, 10);
-}
 
 /* "freed for absent owners N" */
-static uint64_t ab_freed_for(void) { return report_count("freed for absent owners "); }
+static uint64_t ab_freed_for(void) { return th_report_count("freed for absent owners "); }
 
 static void case_absent(void) {
   uint64_t rounds = 2 + scaled(6);
@@ -682,7 +677,7 @@ static _Atomic uint64_t cb_ready, cb_freed;   /* rounds allocated, rounds freed 
 static _Atomic int cb_done;
 
 /* "(drains for them cut short, the owner back and waiting: N)" */
-static uint64_t cb_cut_short(void) { return report_count("the owner back and waiting: "); }
+static uint64_t cb_cut_short(void) { return th_report_count("the owner back and waiting: "); }
 
 /* Each round: a burst of 2 cb_n small blocks, every other one freed at once (so no page of the
  * burst is full: the freer, finding the owner away, cannot free into them itself and leaves
@@ -825,10 +820,8 @@ static void *bp_worker(void *arg) {
 }
 
 static void case_borrow(void) {
-  char line[512];
-  th_report_line("spans on other heaps' free slices ", line, sizeof line);
   const char *key = "spans on other heaps' free slices ";
-  uint64_t before = strtoull(strstr(line, key) + strlen(key), NULL, 10);
+  uint64_t before = th_report_count(key);
   uint64_t rounds = 4 + scaled(40);
   for (uint64_t round = 0; round < rounds; round++) {
     pthread_t t[4];
@@ -841,8 +834,7 @@ static void case_borrow(void) {
       T_FREE(bp_pool[i].p);
       bp_pool[i].p = NULL;
     }
-  th_report_line(key, line, sizeof line);
-  uint64_t n = strtoull(strstr(line, key) + strlen(key), NULL, 10) - before;
+  uint64_t n = th_report_count(key) - before;
   printf("borrowed spans: %" PRIu64 "\n", n);
   TCHECKF(n > 0, "%" PRIu64 " rounds of threads with bursts of a few MiB borrowed no span", rounds);
 }

@@ -360,6 +360,13 @@ static inline void th_report_line(const char *key, char *line, size_t n) {
   TCHECKF(found, "the statistics report has no line with '%s'", key);
 }
 
+/* The number right after key on the statistics report's line that has it. */
+static inline uint64_t th_report_count(const char *key) {
+  char line[512];
+  th_report_line(key, line, sizeof line);
+  return strtoull(strstr(line, key) + strlen(key), NULL, 10);
+}
+
 static inline void th_thread(pthread_t *t, void *(*fn)(void *), void *arg) {
   int e = pthread_create(t, NULL, fn, arg);
   if (e) TFAIL("pthread_create: %s", strerror(e));
