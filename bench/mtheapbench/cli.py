@@ -13,9 +13,9 @@ from . import allocators, report
 from .workloads import FULL, QUICK, SMOKE, Context, registry
 
 MODE_DEFAULTS = {
-    QUICK: {"threads": [1, 2], "repeat": 3},
-    FULL: {"threads": [1, 2, 4, 8], "repeat": 3},
-    SMOKE: {"threads": [1, 2], "repeat": 1},
+    QUICK: {"threads": [1, 2], "repeat": 3, "settle": 1},
+    FULL: {"threads": [1, 2, 4, 8], "repeat": 3, "settle": 1},
+    SMOKE: {"threads": [1, 2], "repeat": 1, "settle": 0},
 }
 
 
@@ -90,6 +90,44 @@ def plan(workloads, allocs, ctx, mode, threads, repeat):
     return runs
 
 
+def settle(runs, meta, passes, measure):
+    """Noisy cases measured again.  The schedule runs a case's repetitions minutes apart (one
+    round of every case, then the next), so a neighbour's load that comes and goes spreads them
+    (`make bench` on a busy host: 31 of 50 cases over NOISY_SPREAD).  For each case that is
+    noisy, measure(key, set_no) runs a fresh set of it -- every repetition, every allocator
+    interleaved, back to back -- and returns the records, up to `passes` times.  A fresh set
+    that is not noisy replaces the case's runs in the medians; a noisy one is kept for the
+    record only.  Either way the runs left out stay in the results, marked "superseded", and the
+    report names the case.  A set is judged by its spread alone, never by which allocator won;
+    a set with a failed run replaces nothing and is never left out, so no failure is hidden.
+    Cases without a timed comparison (untimed, allocator-independent) are not measured again."""
+    skip = set(meta.get("untimed") or []) | set(meta.get("allocator_independent") or [])
+    for set_no in range(2, passes + 2):
+        cases = report.summarize(runs, meta)
+        todo = [k for k, c in cases.items() if k[0] not in skip and report.is_noisy(c)]
+        if not todo:
+            return
+        print("mtheap-bench: %d noisy case%s, measuring %s again (set %d)"
+              % (len(todo), "" if len(todo) == 1 else "s", "it" if len(todo) == 1 else "them",
+                 set_no), file=sys.stderr)
+        for key in todo:
+            new = measure(key, set_no)
+            for r in new:
+                r["set"] = set_no
+            runs.extend(new)
+            if any(r.get("status") != "ok" for r in new):
+                continue
+            fresh = report.summarize(new, meta).get(key)
+            if fresh is None:
+                continue
+            if report.is_noisy(fresh):
+                gone = new
+            else:
+                gone = [r for r in runs if report.case_key(r) == key and r not in new]
+            for r in gone:
+                r["superseded"] = True
+
+
 def machine_info():
     info = {}
     try:
@@ -152,6 +190,7 @@ class Progress:
         self.tty = stream.isatty()
         self.est = {}
         self.real = {}
+        self.closed = False
 
     def left(self, i):
         te, tr = sum(self.est.values()), sum(self.real.values())
@@ -177,9 +216,10 @@ class Progress:
         self.real[name] = self.real.get(name, 0.0) + real
 
     def close(self):
-        if self.tty:
+        if self.tty and not self.closed:
             self.stream.write("\n")
             self.stream.flush()
+        self.closed = True
 
 
 def cmd_run(a):
@@ -188,6 +228,9 @@ def cmd_run(a):
     repeat = a.repeat if a.repeat is not None else MODE_DEFAULTS[mode]["repeat"]
     if repeat < 1 or repeat > 1000:
         raise UsageError("--repeat must be between 1 and 1000, got %d" % repeat)
+    passes = a.settle if a.settle is not None else MODE_DEFAULTS[mode]["settle"]
+    if passes < 0 or passes > 5:
+        raise UsageError("--settle must be between 0 and 5, got %d" % passes)
     if a.timeout is not None and a.timeout <= 0:
         raise UsageError("--timeout must be positive")
     reg = registry()
@@ -212,7 +255,7 @@ def cmd_run(a):
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": " ".join(["mtheap-bench"] + sys.argv[1:]),
-        "machine": machine_info(), "mode": mode, "repeat": repeat,
+        "machine": machine_info(), "mode": mode, "repeat": repeat, "settle": passes,
         "threads": ",".join(map(str, threads)),
         "allocators": {x.name: x.path for x in allocs},
         "allocator_order": [x.name for x in allocs],
@@ -242,6 +285,7 @@ def cmd_run(a):
     runs = []
     data = {"meta": meta, "runs": runs}
     interrupted = False
+    inflight = [[]]   # a set being measured again (settle): saved with the rest if interrupted
     try:
         for i, (rep, w, t, v, al) in enumerate(schedule):
             label = "%s%s t=%d %s rep %d/%d" % (w.name, "/" + v if v else "", t, al.name,
@@ -258,8 +302,36 @@ def cmd_run(a):
                 prog.stream.write(("\n" if prog.tty else "") + "FAIL %s: %s\n"
                                   % (label, rec["reason"]))
             save(data, out)
+        prog.close()
+        case_of = {}   # case key -> (workload, threads, variant, its allocators in run order)
+        for rep, w, t, v, al in schedule:
+            if rep == 0:
+                case_of.setdefault((w.name, v or "", int(t)), (w, t, v, []))[3].append(al)
+
+        def measure(key, set_no):
+            w, t, v, als = case_of[key]
+            new = inflight[0] = []
+            for rep in range(repeat):
+                for al in als:
+                    label = "%s %s rep %d/%d (set %d)" % (report.case_label(key), al.name,
+                                                          rep + 1, repeat, set_no)
+                    print("  " + label, file=sys.stderr)
+                    base = os.path.join(ctx.log_dir, "%s%s-t%d-%s-r%d-s%d" % (
+                        w.name, "-" + v.replace("/", "-") if v else "", t, al.name, rep + 1,
+                        set_no))
+                    rec = w.run(ctx, al, t, v, mode, base, timeout=a.timeout)
+                    rec.update(workload=w.name, variant=v, threads=t, allocator=al.name,
+                               rep=rep + 1, set=set_no)
+                    new.append(rec)
+                    if rec["status"] != "ok":
+                        print("FAIL %s: %s" % (label, rec["reason"]), file=sys.stderr)
+                    save(dict(data, runs=runs + new), out)
+            return new
+
+        settle(runs, meta, passes, measure)
     except KeyboardInterrupt:
         interrupted = True
+        runs.extend(r for r in inflight[0] if all(r is not x for x in runs))
     finally:
         prog.close()
         save(data, out)
@@ -352,6 +424,10 @@ def build_parser():
                         "(default: all but lang-threads in --quick, everything in --full)")
     r.add_argument("--threads", help="thread counts, e.g. 1,2,4,8 (quick: 1,2; full: 1,2,4,8)")
     r.add_argument("--repeat", type=int, help="repetitions (quick: 3, full: 3)")
+    r.add_argument("--settle", type=int,
+                   help="times a noisy case is measured again as a fresh set, whose runs "
+                        "replace the first set's if they are not noisy (quick and full: 1, "
+                        "smoke: 0)")
     r.add_argument("--out", default="bench-results", help="output directory")
     r.add_argument("--build", default=os.environ.get("MTHEAP_BUILD", "build"),
                    help="build directory with bench/ and src/libmtheap.so (default ./build)")

@@ -9,9 +9,9 @@ from collections import OrderedDict
 
 from .stats import geomean, median, ratio, spread
 
-CSV_FIELDS = ["workload", "variant", "threads", "allocator", "rep", "status", "reason",
-              "metric", "value", "unit", "better", "wall_s", "user_s", "sys_s", "maxrss_kb",
-              "minflt", "exit", "signal", "cmd"]
+CSV_FIELDS = ["workload", "variant", "threads", "allocator", "rep", "set", "superseded", "status",
+              "reason", "metric", "value", "unit", "better", "wall_s", "user_s", "sys_s",
+              "maxrss_kb", "minflt", "exit", "signal", "cmd"]
 
 
 def case_key(r):
@@ -45,12 +45,36 @@ def _alloc_order(runs, meta):
     return order
 
 
+def remeasured_note(runs):
+    """The cases measured again because they were noisy (cli.settle), for the report; "" when
+    none was."""
+    sets = OrderedDict()
+    for r in runs:
+        if r.get("set", 1) > 1 or r.get("superseded"):
+            k = case_key(r)
+            sets.setdefault(k, set())
+            if not r.get("superseded"):
+                sets[k].add(r.get("set", 1))
+    if not sets:
+        return ""
+    items = []
+    for k, kept in sets.items():
+        last = max(kept) if kept else 1
+        items.append("%s (%s)" % (case_label(k), "set %d kept" % last if last > 1 else
+                                  "still noisy: the first set kept"))
+    return ("Measured again because noisy (every repetition of every allocator once more, back "
+            "to back; a set that is not noisy replaces the first in the medians, the runs left "
+            "out stay in results.json marked superseded): %s" % ", ".join(items))
+
+
 def summarize(runs, meta=None):
     """{case: {"metric", "unit", "better", "allocs": {name: cell}}} in run order, where a cell
     has n, ok, fails (reasons), median/min/max of the metric and medians of wall, CPU, RSS and
     minor page faults (None when a run did not record them: results from before they were)."""
     cases = OrderedDict()
     for r in runs:
+        if r.get("superseded"):
+            continue   # a set measured again (cli.settle): in the results, not in the medians
         k = case_key(r)
         c = cases.setdefault(k, {"metric": None, "unit": "", "better": "lower",
                                  "allocs": OrderedDict()})
@@ -226,7 +250,7 @@ def _case_title(key, c):
     return t
 
 
-def text_tables(cases, order, meta=None):
+def text_tables(cases, order, meta=None, runs=None):
     lines = []
     for key, c in cases.items():
         lines.append("")
@@ -253,6 +277,8 @@ def text_tables(cases, order, meta=None):
     if noisy:
         lines.append("Noisy cases (some allocator's runs spread by more than %.1fx; read no "
                      "conclusion into them): %s" % (NOISY_SPREAD, ", ".join(noisy)))
+    if remeasured_note(runs or []):
+        lines.append(remeasured_note(runs or []))
     return "\n".join(lines)
 
 
@@ -301,7 +327,7 @@ def matrix_markdown(cases, order, what="metric"):
     return "\n".join(out)
 
 
-def markdown(cases, order, meta, plots):
+def markdown(cases, order, meta, plots, runs=None):
     m = meta or {}
     out = ["# mtheap-bench results", ""]
     out.append("- date: %s" % m.get("date", "?"))
@@ -328,6 +354,8 @@ def markdown(cases, order, meta, plots):
         out += ["**Noisy cases** (some allocator's repetitions spread by more than %.1fx, "
                 "max/min: the machine was disturbed; read no conclusion into them): %s"
                 % (NOISY_SPREAD, ", ".join(noisy)), ""]
+    if remeasured_note(runs or []):
+        out += [remeasured_note(runs or []), ""]
     for p in plots:
         out.append("![%s](%s)" % (os.path.basename(p), p))
     out += ["", "## All cases at a glance", "",
@@ -367,6 +395,8 @@ def write_csv(runs, path):
         w.writeheader()
         for r in runs:
             row = dict(r)
+            row["set"] = r.get("set", 1)
+            row["superseded"] = "yes" if r.get("superseded") else ""
             row["extra"] = " ".join("%s=%s" % kv for kv in sorted((r.get("extra") or {}).items()))
             w.writerow(row)
 
@@ -688,8 +718,8 @@ def write_all(data, out_dir, quiet=False):
                  cores=(meta.get("machine") or {}).get("cores"))
     rel = [os.path.relpath(p, out_dir) for p in pngs or []]
     with open(os.path.join(out_dir, "report.md"), "w") as f:
-        f.write(markdown(cases, order, meta, rel))
-    text = text_tables(cases, order, meta) + lang_text(cases, order)
+        f.write(markdown(cases, order, meta, rel, runs))
+    text = text_tables(cases, order, meta, runs) + lang_text(cases, order)
     if pngs is None:
         text += ("\nmtheap-bench: no plots: matplotlib is not installed for %s "
                  "(scripts/deps.sh installs it)" % sys.executable)

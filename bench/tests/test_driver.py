@@ -104,6 +104,8 @@ def test_list():
     (["run", "--threads", "0"], "--threads"),
     (["run", "--threads", "two"], "--threads"),
     (["run", "--repeat", "0"], "--repeat"),
+    (["run", "--settle", "9"], "--settle"),
+    (["run", "--settle", "-1"], "--settle"),
     (["run", "--quick", "--full"], "not allowed"),
     (["run", "--bogus"], "unrecognized"),
     (["report", "/nonexistent-dir"], "cannot read"),
@@ -374,3 +376,108 @@ def test_plockstat_cost_runs_under_plockstat(tmp_path):
     # The -C and -H runs really ran under plockstat: each left its report.
     reports = list((out / "logs").glob("*.plockstat"))
     assert len(reports) == 2 and all(f.stat().st_size > 0 for f in reports), reports
+
+
+# ---------------------------------------------------------------- noisy cases measured again
+
+def _set(workload, values, status="ok"):
+    """One set of a case: values[allocator] = its three repetitions' times."""
+    out = []
+    for a, vs in values.items():
+        for rep, v in enumerate(vs, 1):
+            r = dict(workload=workload, variant="", threads=2, allocator=a, rep=rep,
+                     status=status if (a, rep) == ("mtheap", 2) else "ok", reason="",
+                     metric="time", value=v, unit="s", better="lower", wall_s=v, user_s=v,
+                     sys_s=0.0, maxrss_kb=1000, minflt=100)
+            out.append(r)
+    return out
+
+
+STEADY = {"glibc": [1.0, 1.02, 0.98], "mtheap": [0.5, 0.51, 0.49]}
+JUMPY = {"glibc": [1.0, 2.0, 0.98], "mtheap": [0.5, 0.51, 0.49]}   # glibc 2.04x apart
+META = {"allocator_order": ["glibc", "mtheap"], "untimed": ["rss-return"],
+        "allocator_independent": []}
+
+
+def test_settle_replaces_a_noisy_set_with_a_steady_one():
+    runs = _set("window", JUMPY) + _set("larson", STEADY)
+    asked = []
+
+    def measure(key, set_no):
+        asked.append((key, set_no))
+        return _set("window", {"glibc": [0.9, 0.92, 0.91], "mtheap": [0.45, 0.46, 0.44]})
+    cli.settle(runs, META, 2, measure)
+    assert asked == [(("window", "", 2), 2)]   # only the noisy case, once: the new set is steady
+    cases = report.summarize(runs, META)
+    w = cases[("window", "", 2)]
+    assert not report.is_noisy(w)
+    assert w["allocs"]["glibc"]["median"] == 0.91   # the new set's, not the first's
+    assert sum(1 for r in runs if r.get("superseded")) == 6   # the first set, kept on record
+    assert all(r["set"] == 2 for r in runs if r["workload"] == "window" and not r.get("superseded"))
+    note = report.remeasured_note(runs)
+    assert "window t=2 (set 2 kept)" in note and "larson" not in note
+
+
+def test_settle_keeps_the_first_set_when_the_new_one_is_noisy_too():
+    runs = _set("window", JUMPY)
+    calls = []
+
+    def measure(key, set_no):
+        calls.append(set_no)
+        return _set("window", {"glibc": [1.0, 1.0, 3.0], "mtheap": [0.5, 0.5, 0.5]})
+    cli.settle(runs, META, 2, measure)
+    assert calls == [2, 3]   # tried as often as allowed
+    kept = [r for r in runs if not r.get("superseded")]
+    assert len(kept) == 6 and all(r.get("set", 1) == 1 for r in kept)
+    assert report.is_noisy(report.summarize(runs, META)[("window", "", 2)])   # still said
+    assert "window t=2 (still noisy: the first set kept)" in report.remeasured_note(runs)
+
+
+def test_settle_never_hides_a_failure():
+    runs = _set("window", JUMPY)
+    cli.settle(runs, META, 1, lambda key, n: _set("window", STEADY, status="fail"))
+    assert not any(r.get("superseded") for r in runs)   # both sets count, the FAIL shows
+    cell = report.summarize(runs, META)[("window", "", 2)]["allocs"]["mtheap"]
+    assert cell["fails"] and cell["n"] == 6
+
+
+def test_settle_leaves_steady_untimed_and_zero_passes_alone():
+    runs = _set("larson", STEADY) + _set("rss-return", JUMPY)
+
+    def measure(key, set_no):
+        raise AssertionError("measured %s again" % (key,))
+    cli.settle(runs, META, 3, measure)
+    jumpy = _set("window", JUMPY)
+    cli.settle(jumpy, META, 0, measure)
+    assert not any(r.get("superseded") for r in runs + jumpy)
+    assert report.remeasured_note(runs + jumpy) == ""
+
+
+def test_settle_runs_a_fresh_set_end_to_end(tmp_path, monkeypatch, capsys):
+    """The driver's own measuring of a fresh set: every repetition of every allocator of the
+    case again, its logs apart, the first set superseded once the new one is steady.  The noise
+    is simulated (a case is "noisy" until it has a second set), the runs are real."""
+    def noisy_until_set_2(c):
+        return not any(r.get("set", 1) > 1 for cell in c["allocs"].values() for r in cell["runs"])
+    monkeypatch.setattr(report, "is_noisy", noisy_until_set_2)
+    out = tmp_path / "res"
+    import signal
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        rc = cli.main(["run", "--smoke", "--build", BUILD, "--allocators", "glibc",
+                       "--workloads", "threads-1k", "--threads", "1", "--repeat", "2",
+                       "--settle", "1", "--out", str(out)])
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)   # main() installs its own
+    assert rc == 0
+    data = json.loads((out / "results.json").read_text())
+    first = [r for r in data["runs"] if r.get("set", 1) == 1]
+    again = [r for r in data["runs"] if r.get("set") == 2]
+    assert len(first) == 2 and len(again) == 2
+    assert all(r.get("superseded") for r in first) and not any(r.get("superseded") for r in again)
+    assert all(r["status"] == "ok" and r["wall_s"] > 0 for r in again)
+    assert sorted(r["rep"] for r in again) == [1, 2]
+    assert any(f.endswith("-s2.out") for f in os.listdir(out / "logs"))
+    assert "threads-1k t=1 (set 2 kept)" in (out / "report.md").read_text()
+    assert "measuring it again (set 2)" in capsys.readouterr().err
