@@ -93,7 +93,7 @@ def plan(workloads, allocs, ctx, mode, threads, repeat):
 def settle(runs, meta, passes, measure):
     """Noisy cases measured again.  The schedule runs a case's repetitions minutes apart (one
     round of every case, then the next), so a neighbour's load that comes and goes spreads them
-    (`make bench` on a busy host: 31 of 50 cases over NOISY_SPREAD).  For each case that is
+    (`make bench` on a busy host: 32 of 50 cases over NOISY_SPREAD).  For each case that is
     noisy, measure(key, set_no) runs a fresh set of it -- every repetition, every allocator
     interleaved, back to back -- and returns the records, up to `passes` times.  A fresh set
     that is not noisy replaces the case's runs in the medians; a noisy one is kept for the
@@ -286,17 +286,23 @@ def cmd_run(a):
     data = {"meta": meta, "runs": runs}
     interrupted = False
     inflight = [[]]   # a set being measured again (settle): saved with the rest if interrupted
+
+    def run_one(w, t, v, al, rep, suffix=""):
+        """One run, its logs under a name that says what it was; the record labelled."""
+        base = os.path.join(ctx.log_dir, "%s%s-t%d-%s-r%d%s" % (
+            w.name, "-" + v.replace("/", "-") if v else "", t, al.name, rep + 1, suffix))
+        rec = w.run(ctx, al, t, v, mode, base, timeout=a.timeout)
+        rec.update(workload=w.name, variant=v, threads=t, allocator=al.name, rep=rep + 1)
+        return rec
+
     try:
         for i, (rep, w, t, v, al) in enumerate(schedule):
             label = "%s%s t=%d %s rep %d/%d" % (w.name, "/" + v if v else "", t, al.name,
                                                 rep + 1, repeat)
             prog.show(i, label)
-            base = os.path.join(ctx.log_dir, "%s%s-t%d-%s-r%d" % (
-                w.name, "-" + v.replace("/", "-") if v else "", t, al.name, rep + 1))
             t0 = time.monotonic()
-            rec = w.run(ctx, al, t, v, mode, base, timeout=a.timeout)
+            rec = run_one(w, t, v, al, rep)
             prog.done(w.name, est[i], time.monotonic() - t0)
-            rec.update(workload=w.name, variant=v, threads=t, allocator=al.name, rep=rep + 1)
             runs.append(rec)
             if rec["status"] != "ok":
                 prog.stream.write(("\n" if prog.tty else "") + "FAIL %s: %s\n"
@@ -316,12 +322,8 @@ def cmd_run(a):
                     label = "%s %s rep %d/%d (set %d)" % (report.case_label(key), al.name,
                                                           rep + 1, repeat, set_no)
                     print("  " + label, file=sys.stderr)
-                    base = os.path.join(ctx.log_dir, "%s%s-t%d-%s-r%d-s%d" % (
-                        w.name, "-" + v.replace("/", "-") if v else "", t, al.name, rep + 1,
-                        set_no))
-                    rec = w.run(ctx, al, t, v, mode, base, timeout=a.timeout)
-                    rec.update(workload=w.name, variant=v, threads=t, allocator=al.name,
-                               rep=rep + 1, set=set_no)
+                    rec = run_one(w, t, v, al, rep, "-s%d" % set_no)
+                    rec["set"] = set_no   # for the save below; settle() stamps it too
                     new.append(rec)
                     if rec["status"] != "ok":
                         print("FAIL %s: %s" % (label, rec["reason"]), file=sys.stderr)

@@ -277,8 +277,9 @@ def text_tables(cases, order, meta=None, runs=None):
     if noisy:
         lines.append("Noisy cases (some allocator's runs spread by more than %.1fx; read no "
                      "conclusion into them): %s" % (NOISY_SPREAD, ", ".join(noisy)))
-    if remeasured_note(runs or []):
-        lines.append(remeasured_note(runs or []))
+    again = remeasured_note(runs or [])
+    if again:
+        lines.append(again)
     return "\n".join(lines)
 
 
@@ -354,8 +355,9 @@ def markdown(cases, order, meta, plots, runs=None):
         out += ["**Noisy cases** (some allocator's repetitions spread by more than %.1fx, "
                 "max/min: the machine was disturbed; read no conclusion into them): %s"
                 % (NOISY_SPREAD, ", ".join(noisy)), ""]
-    if remeasured_note(runs or []):
-        out += [remeasured_note(runs or []), ""]
+    again = remeasured_note(runs or [])
+    if again:
+        out += [again, ""]
     for p in plots:
         out.append("![%s](%s)" % (os.path.basename(p), p))
     out += ["", "## All cases at a glance", "",
