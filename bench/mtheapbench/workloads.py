@@ -251,6 +251,12 @@ def c_workloads():
                          "-m", {"4k": 4096, "64k": 65536}[v]],
         variants=("4k", "64k"), scaling=True, est=(0.15, 1.4)))
     W.append(CWorkload(
+        "glibc-thread", "glibc's bench-malloc-thread shape: each thread replaces blocks in 1024 "
+        "slots, sizes inverse-square over 4..32768 (9 in 10 under 40 bytes), ~40 KiB live a "
+        "thread over every class",
+        lambda m, t, v: ["-t", t, "-n", _q(m, 2000000, 10000000, 2000)],
+        scaling=True, est=(0.15, 0.7)))
+    W.append(CWorkload(
         "xfree", "threads free each other's blocks in a random pattern: each churns 1000 slots "
         "of 8..16000 bytes, 100 a round, and every 2nd round hands 100 new blocks to a random "
         "other thread",

@@ -89,7 +89,8 @@ def test_list():
     assert p.returncode == 0
     for w in ("malloc_test", "threads-1k", "general", "mmap-lock", "rwlock-fairness", "larson",
               "xmalloc", "cache-thrash", "cache-scratch", "shbench", "mstress", "realloc",
-              "large", "threadtest", "redis", "memcached", "python", "sqlite", "window", "xfree"):
+              "large", "threadtest", "redis", "memcached", "python", "sqlite", "window", "xfree",
+              "glibc-thread"):
         assert w in p.stdout
     assert "jemalloc" in p.stdout and "mtheap" in p.stdout
 

@@ -196,3 +196,26 @@ def test_mmap_lock_anon_peak_excludes_the_file():
     rec = finish_record({"maxrss_kb": res.maxrss_kb}, res)
     assert rec["status"] == "ok" and rec["maxrss_kb"] == int(anon)
     assert rec["extra"]["process_maxrss_kb"] == 200 * 1024
+
+
+def test_glibc_thread_sizes_are_inverse_square_mtheap(mtheap):
+    """glibc-thread's sizes follow glibc's inverse-square law over [4, 32768]: counted by
+    mtheap's per-class statistics, about 90% of the mallocs are of 48 bytes or less (the law
+    gives 0.917 up to 48), fewer than 1% are above 1 KiB (0.0039), and some are (a uniform or
+    a clipped draw fails one of the three)."""
+    p = run("glibc-thread", ["-t", "1", "-n", "200000"], preload=mtheap,
+            env_extra={"MTHEAP_STATS": "1"})
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = [tuple(int(x) for x in m.groups())
+            for m in re.finditer(r"^\s+(\d+)\s+(\d+)\s+(\d+)\s+\d+\s+\d+\s*$", p.stderr, re.M)]
+    total = sum(n for _, n, _ in rows)
+    assert total >= 200000, p.stderr
+    small = sum(n for size, n, _ in rows if size <= 48) / total
+    big = sum(n for size, n, _ in rows if size > 1024) / total
+    assert 0.88 < small < 0.95, (small, rows)
+    assert 0 < big < 0.01, (big, rows)
+
+
+def test_glibc_thread_rejects_min_above_max():
+    p = run("glibc-thread", ["-l", "100", "-m", "50"])
+    assert p.returncode == 2 and "error" in p.stderr and "RESULT" not in p.stdout
