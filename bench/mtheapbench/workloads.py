@@ -244,12 +244,14 @@ def c_workloads():
         variants=("16", "64", "256", "1024", "4096", "16384"), scaling=True, est=(0.11, 0.8)))
     W.append(CWorkload(
         "window", "each thread keeps 2000 live blocks of random size (8..4096 or 8..65536) and "
-        "replaces one per op",
+        "replaces one per op; 64k-head writes only each block's first 64 bytes (buffers sized "
+        "for the worst case)",
         lambda m, t, v: ["-t", t, "-w", _q(m, 2000, 2000, 100),
-                         "-n", _q(m, {"4k": 1000000, "64k": 300000}[v],
-                                  {"4k": 5000000, "64k": 1500000}[v], 2000),
-                         "-m", {"4k": 4096, "64k": 65536}[v]],
-        variants=("4k", "64k"), scaling=True, est=(0.15, 1.4)))
+                         "-n", _q(m, {"4k": 1000000, "64k": 300000, "64k-head": 3000000}[v],
+                                  {"4k": 5000000, "64k": 1500000, "64k-head": 15000000}[v], 2000),
+                         "-m", {"4k": 4096, "64k": 65536, "64k-head": 65536}[v]] + (
+            ["--head"] if v.endswith("-head") else []),
+        variants=("4k", "64k", "64k-head"), scaling=True, est=(0.15, 1.4)))
     W.append(CWorkload(
         "glibc-thread", "glibc's bench-malloc-thread shape: each thread replaces blocks in 1024 "
         "slots, sizes inverse-square over 4..32768 (9 in 10 under 40 bytes), ~40 KiB live a "
