@@ -248,7 +248,7 @@ def c_workloads():
         "for the worst case)",
         lambda m, t, v: ["-t", t, "-w", _q(m, 2000, 2000, 100),
                          "-n", _q(m, {"4k": 1000000, "64k": 300000, "64k-head": 3000000}[v],
-                                  {"4k": 5000000, "64k": 1500000, "64k-head": 15000000}[v], 2000),
+                                  {"4k": 5000000, "64k": 1500000, "64k-head": 6000000}[v], 2000),
                          "-m", {"4k": 4096, "64k": 65536, "64k-head": 65536}[v]] + (
             ["--head"] if v.endswith("-head") else []),
         variants=("4k", "64k", "64k-head"), scaling=True, est=(0.15, 1.4)))
