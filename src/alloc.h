@@ -45,9 +45,10 @@ MTH_INLINE void *mth_malloc_fast(size_t size) {
 MTH_INLINE void mth_free_fast(void *p) {
   uintptr_t a = (uintptr_t)p;
   if (MTH_LIKELY(mth_segmap_test_fast(a))) {
-    mth_page_t *page = mth_page_of_fast(mth_segment_of(p), a);
+    mth_page_t *slice = mth_slice_of_fast(mth_segment_of(p), a);
     mth_heap_t *heap = mth_tls_heap;
-    if (MTH_LIKELY(MTH_RACY_GET(page->owner) == heap)) {
+    if (MTH_LIKELY(MTH_RACY_GET(slice->owner) == heap)) {
+      mth_page_t *page = mth_slice_page(slice);
       mth_block_t *b = (mth_block_t *)p;
       /* a block that heads its page's free list is free already: the usual double free
        * (free(p); free(p)), caught for one compare with the field the push reads anyway;
@@ -68,11 +69,11 @@ MTH_INLINE void mth_free_fast(void *p) {
      * the slow path's checks; out of line, so the common case above keeps its short
      * prologue.  The owner is read again, as an atomic the compiler does not merge with the
      * first read: keeping that one in a register cost the common case an instruction. */
-    if (__atomic_load_n(&page->owner, __ATOMIC_RELAXED) == mth_owner_cached(heap)) {
-      mth_bcache_free(heap, page, (mth_block_t *)p);
+    if (__atomic_load_n(&slice->owner, __ATOMIC_RELAXED) == mth_owner_cached(heap)) {
+      mth_bcache_free(heap, mth_slice_page(slice), (mth_block_t *)p);
       return;
     }
-    mth_free_page_slow(p, page);
+    mth_free_page_slow(p, mth_page_of_fast(mth_segment_of(p), a));
     return;
   }
   mth_free_slow(p);

@@ -26,6 +26,12 @@
  *     when the page filled).  Every other state (free slice, header slice, aligned, any other
  *     full page) has owner NULL, so the free fast path needs one comparison, and a second one, off its
  *     common case, sends a block freed into a full page to its cache inline.
+ *   - a page of several slices (not a large span: its one block starts in its first slice)
+ *     has a copy of its owner tag in each later slice's descriptor, written with the tag
+ *     (mth_page_set_flags): free's fast path reads the descriptor of its block's own slice,
+ *     owner and way back (span) on one line.  Every other descriptor but a span's first has
+ *     owner NULL: a later slice of a large span, a free or never-used slice, and in a huge
+ *     segment the slice its block starts in (segment.c).
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
@@ -191,6 +197,8 @@ typedef struct mth_page_s {
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
+  struct mth_page_s *span;    /* the span's first descriptor, from any of its slices' (a free
+                                 slice's: its own; never used: NULL): free's way back */
   /* the heap the page belongs to: its blocks' remote frees go to this heap's inbox.  Usually
    * its segment's heap; a span taken from another heap's free slices (lend.c) belongs to the
    * heap that took it, while its slices stay the segment's. */
@@ -234,11 +242,13 @@ typedef struct mth_segment_s {
   bool on_full_list;
   /* span_of[k]: where in pages[] the descriptor of the span slice k belongs to starts, in
    * bytes: (first slice of the span) << MTH_PAGE_DESC_SHIFT (k's own for a span's first slice,
-   * a free slice and the header; 0, the header, in a huge segment).  What free's fast path
-   * reads to find a block's page: two lines per segment that stay in cache, where the slice's
-   * own descriptor (slice_offset) was a cache miss of its own for every block beyond a span's
-   * first slice (perf, `window -m 65536`: most of free's time).  Bytes, not a slice index:
-   * the shift would be one more instruction on every free. */
+   * a free slice and the header; 0, the header, in a huge segment).  What the slow paths read
+   * to find a block's page: two lines per segment that stay in cache.  Free's fast path reads
+   * the slice's own descriptor instead (its owner copy and span, one line), which replaces
+   * the page's owner line rather than adding one (when the fast path read slice_offset there
+   * and then the page's owner, that was a miss of its own for every block beyond a span's
+   * first slice: perf, `window -m 65536`).  Bytes, not a slice index: the shift would be one
+   * more instruction. */
   _Alignas(MTH_CACHE_LINE) uint16_t span_of[MTH_SLICES];
   _Alignas(MTH_CACHE_LINE) mth_page_t pages[MTH_SLICES];
 } mth_segment_t;
@@ -356,6 +366,9 @@ MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t 
     owner = mth_owner_cached(heap);
   __atomic_store_n(&page->flags, flags, __ATOMIC_RELAXED);
   __atomic_store_n(&page->owner, owner, __ATOMIC_RELAXED);
+  /* the tag's copies in the page's other slices (free's fast path reads its block's slice) */
+  if (MTH_UNLIKELY(page->slice_count > 1) && page->bin != MTH_BIN_LARGE)
+    for (size_t k = 1; k < page->slice_count; k++) __atomic_store_n(&page[k].owner, owner, __ATOMIC_RELAXED);
 }
 
 /* ---- globals ---- */
@@ -477,6 +490,15 @@ MTH_INLINE mth_page_t *mth_page_of_fast(mth_segment_t *seg, uintptr_t a) {
   size_t off = MTH_RACY_GET(seg->span_of[(a >> MTH_SLICE_SHIFT) & (MTH_SLICES - 1)]);
   return (mth_page_t *)((uint8_t *)seg->pages + off);
 }
+/* The descriptor of the slice holding address a, whatever it is: a span's first (the page), a
+ * later slice of a span (its owner tag a copy of the page's, slice_offset the way back), a
+ * free slice or the header. */
+MTH_INLINE mth_page_t *mth_slice_of_fast(mth_segment_t *seg, uintptr_t a) {
+  /* the slice index already scaled by the descriptor size: one shift and one mask */
+  size_t off = (a >> (MTH_SLICE_SHIFT - MTH_PAGE_DESC_SHIFT)) & ((MTH_SLICES - 1) << MTH_PAGE_DESC_SHIFT);
+  return (mth_page_t *)((uint8_t *)seg + off + offsetof(mth_segment_t, pages));
+}
+MTH_INLINE mth_page_t *mth_slice_page(mth_page_t *slice) { return MTH_RACY_GET(slice->span); }
 MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page);
 /* How far p is into its block (0: p starts one).  A large page holds one block at the span's
  * start, no shorter than the span: beyond block_size is no block at all (the caller checks). */

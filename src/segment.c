@@ -4,9 +4,11 @@
  * Invariants:
  *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.
  *   - a span segment is on its heap's segs_full list iff used_mask == ~0, else on segs_avail.
- *   - for every slice k of a live span starting at s: span_of[k] == mth_span_of_slice(s), pages[k].slice_offset == (k-s)*sizeof(mth_page_t) and
- *     pages[s] describes the span; a free slice's descriptor has flags MTH_PAGE_UNUSED, or is
- *     all zeros if no span has used the slice since the segment was made (mth_page_unused).
+ *   - for every slice k of a live span starting at s: span_of[k] == mth_span_of_slice(s),
+ *     pages[k].slice_offset == (k-s)*sizeof(mth_page_t), pages[k].span == &pages[s], and
+ *     pages[s] describes the span (pages[k].owner: internal.h); a free slice's descriptor has
+ *     flags MTH_PAGE_UNUSED and span naming itself, or is all zeros if no span has used the
+ *     slice since the segment was made (mth_page_unused).
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
  *     back to the arena at once.
  *   - everything above changes only under the segment heap's lock (mth_heap_enter, or another
@@ -135,6 +137,7 @@ void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first, size_t
   }
   for (size_t k = idx; k < idx + n; k++) {
     MTH_RACY_SET(seg->span_of[k], mth_span_of_slice(first));
+    MTH_RACY_SET(seg->pages[k].span, &seg->pages[first]);
     if (k == first) continue;
     MTH_RACY_SET(seg->pages[k].slice_offset, (uint16_t)((k - first) * sizeof(mth_page_t)));
     MTH_RACY_SET(seg->pages[k].flags, 0);
@@ -283,6 +286,7 @@ bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx, size_t
     MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
     MTH_RACY_SET(seg->pages[k].owner, NULL);
     MTH_RACY_SET(seg->pages[k].slice_offset, 0);
+    MTH_RACY_SET(seg->pages[k].span, &seg->pages[k]);
     MTH_RACY_SET(seg->span_of[k], mth_span_of_slice(k));
   }
   mth_pages_add(n << MTH_SLICE_SHIFT, false);
@@ -411,10 +415,10 @@ void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero) {
   bool is_zero;
   mth_segment_t *seg = mth_arena_alloc(nslots, run_align, lead, &is_zero);
   if (!seg) return NULL;
-  /* The header's fields, span_of (all 0: every slice leads free's fast path to pages[0]) and
-   * pages[0], whose META flags and null owner send a free to the checked path.  Nothing reads
-   * pages[1..] of a huge segment (every lookup by slice tests kind first), so they keep what
-   * the slot held: zeroing the whole 8 KiB header was most of malloc+free of a huge block
+  /* The header's fields, span_of (all 0: every slice leads the slow paths to pages[0]) and
+   * pages[0], whose META flags and null owner send a free to the checked path.  Nothing else
+   * reads pages[1..] of a huge segment (every lookup by slice tests kind first), so they keep
+   * what the slot held: zeroing the whole 8 KiB header was most of malloc+free of a huge block
    * (9300 instructions, glibc 308) and made its three pages resident. */
   if (!is_zero) memset(seg, 0, offsetof(mth_segment_t, pages) + sizeof(mth_page_t));
   seg->kind = MTH_SEG_HUGE;
@@ -424,6 +428,10 @@ void *mth_huge_alloc(mth_heap_t *heap, size_t size, size_t align, bool zero) {
   seg->huge_block = (uint8_t *)seg + off;
   seg->huge_size = mth_huge_usable(size, (nslots << MTH_SEG_SHIFT) - off);
   MTH_RACY_SET(seg->pages[0].flags, MTH_PAGE_META);
+  /* ... except the descriptor of the slice the block starts in: free's fast path reads its
+   * owner tag (alloc.h), and a tag left by a span of this slot's past could name the very
+   * heap freeing the block */
+  if (off < MTH_SEG_SIZE) MTH_RACY_SET(seg->pages[off >> MTH_SLICE_SHIFT].owner, NULL);
   mth_segment_publish(seg);
   mth_segmap_set(seg, true);
   mth_pages_add(nslots << MTH_SEG_SHIFT, true);
