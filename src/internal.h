@@ -197,8 +197,8 @@ typedef struct mth_page_s {
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
-  struct mth_page_s *span;    /* the span's first descriptor, from any of its slices' (a free
-                                 slice's: its own; never used: NULL): free's way back */
+  struct mth_page_s *span;    /* a live span's slices: its first descriptor, free's way back
+                                 (read only where owner named the freeing heap) */
   /* the heap the page belongs to: its blocks' remote frees go to this heap's inbox.  Usually
    * its segment's heap; a span taken from another heap's free slices (lend.c) belongs to the
    * heap that took it, while its slices stay the segment's. */

@@ -7,8 +7,8 @@
  *   - for every slice k of a live span starting at s: span_of[k] == mth_span_of_slice(s),
  *     pages[k].slice_offset == (k-s)*sizeof(mth_page_t), pages[k].span == &pages[s], and
  *     pages[s] describes the span (pages[k].owner: internal.h); a free slice's descriptor has
- *     flags MTH_PAGE_UNUSED and span naming itself, or is all zeros if no span has used the
- *     slice since the segment was made (mth_page_unused).
+ *     flags MTH_PAGE_UNUSED, or is all zeros if no span has used the slice since the segment
+ *     was made (mth_page_unused).
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
  *     back to the arena at once.
  *   - everything above changes only under the segment heap's lock (mth_heap_enter, or another
@@ -286,7 +286,6 @@ bool mth_slices_release(mth_heap_t *heap, mth_segment_t *seg, size_t idx, size_t
     MTH_RACY_SET(seg->pages[k].flags, MTH_PAGE_UNUSED);
     MTH_RACY_SET(seg->pages[k].owner, NULL);
     MTH_RACY_SET(seg->pages[k].slice_offset, 0);
-    MTH_RACY_SET(seg->pages[k].span, &seg->pages[k]);
     MTH_RACY_SET(seg->span_of[k], mth_span_of_slice(k));
   }
   mth_pages_add(n << MTH_SLICE_SHIFT, false);

@@ -8,8 +8,6 @@
  * (glibc packs every size into one arena).  glibc's benchmark runs for a fixed time and counts
  * ops; this one does a fixed number, so the wall time is the metric like everywhere else here.
  * Every block is filled and checked before it is freed (common.h). */
-#include <math.h>
-
 #include "../common.h"
 
 static const char *W = "glibc-thread";
@@ -36,7 +34,8 @@ static void *worker(void *a) {
   uint32_t *size = malloc(SIZES * sizeof *size);
   uint32_t *pick = malloc(PICKS * sizeof *pick);
   struct rec *s = calloc((size_t)slots, sizeof *s);
-  if (!size || !pick || !s) bench_oom(W, (size_t)slots * sizeof *s);
+  if (!size || !pick || !s)
+    bench_oom(W, SIZES * sizeof *size + PICKS * sizeof *pick + (size_t)slots * sizeof *s);
   for (int i = 0; i < SIZES; i++) size[i] = inverse_square(&r, (double)minsz, (double)maxsz);
   for (int i = 0; i < PICKS; i++) pick[i] = (uint32_t)(bench_rand(&r) % (uint64_t)slots);
   /* the slots start empty, as glibc's do: the first op on a slot frees NULL */

@@ -18,6 +18,14 @@ struct rec { void *p; uint32_t n; uint64_t key; };
 /* The bytes of an n-byte block the run writes and checks. */
 static size_t touched(size_t n) { return head && n > BENCH_EDGE ? BENCH_EDGE : n; }
 
+/* A new n-byte block, its checked bytes filled. */
+static void *new_block(size_t n, uint64_t key) {
+  void *p = bench_malloc(n);
+  if (!p) bench_oom(W, n);
+  bench_fill(p, touched(n), key);
+  return p;
+}
+
 static void *worker(void *a) {
   int id = ((struct bench_tid *)a)->id;
   struct bench_rng r;
@@ -28,18 +36,14 @@ static void *worker(void *a) {
   for (long long i = 0; i < slots; i++) {
     s[i].n = (uint32_t)bench_range(&r, 8, (size_t)maxsz);
     s[i].key = key++;
-    s[i].p = bench_malloc(s[i].n);
-    if (!s[i].p) bench_oom(W, s[i].n);
-    bench_fill(s[i].p, touched(s[i].n), s[i].key);
+    s[i].p = new_block(s[i].n, s[i].key);
   }
   for (long long i = 0; i < ops; i++) {
     struct rec *x = &s[bench_rand(&r) % (uint64_t)slots];
     bench_release(x->p, touched(x->n), x->key, W);
     x->n = (uint32_t)bench_range(&r, 8, (size_t)maxsz);
     x->key = key++;
-    x->p = bench_malloc(x->n);
-    if (!x->p) bench_oom(W, x->n);
-    bench_fill(x->p, touched(x->n), x->key);
+    x->p = new_block(x->n, x->key);
   }
   for (long long i = 0; i < slots; i++) bench_release(s[i].p, touched(s[i].n), s[i].key, W);
   free(s);
