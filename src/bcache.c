@@ -2,7 +2,7 @@
  * last freed first, so that full pages do not go back and forth between full and not full,
  * and a class spread over many pages reuses the blocks still in cache.
  *
- * Why, above 8 KiB: a page of such a class holds two to eight blocks (mth_bin_slices), so with
+ * Why, above 8 KiB: a page of such a class holds four to seven blocks (mth_bin_slices), so with
  * many blocks live it is full most of the time.  Every free into it put it back into its bin
  * queue (and updated the direct table), and the next malloc took it out again, touching two or
  * three page descriptors each way.  `bench window -m 65536`, one thread: three mallocs and

@@ -27,7 +27,8 @@
 
 MTH_HIDDEN mth_page_t mth_page_empty;
 
-/* Span length for a class.  Up to 8 KiB blocks, room for 16 blocks in one slice, or two (64
+/* Span length for a class, from the distance between its blocks' starts (its size, or from
+ * MTH_SPREAD_MIN a whole number of slices: internal.h).  Up to 8 KiB blocks, room for 16 blocks in one slice, or two (64
  * KiB) from 2 KiB up: a thread holds about one page of every class it uses, so short pages
  * keep many threads lean (mstress -t 8, slices of 32 KiB), while 16 blocks a page keep a
  * batch of 4 KiB blocks off the slow path (callgrind, hotpath's 100 mallocs then 100 frees:
@@ -37,13 +38,13 @@ MTH_HIDDEN mth_page_t mth_page_empty;
  * blocks, 17 with four, 16 with two), while short ones fill up at once and send malloc and
  * free to their slow paths (callgrind on a loop like bench's `window -m 65536`: 151, 213 and
  * 292 instructions per free+malloc). */
-static size_t mth_bin_slices(size_t bs) {
-  if (bs <= MTH_RETAIN_MAX) {
-    size_t n = (bs * 16 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
+static size_t mth_bin_slices(size_t stride) {
+  if (stride <= MTH_RETAIN_MAX) {
+    size_t n = (stride * 16 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
     size_t most = MTH_SMALL_PAGE_MAX >> MTH_SLICE_SHIFT;
     return n > most ? most : n;
   }
-  size_t n = (bs * 4 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
+  size_t n = (stride * 4 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
   size_t most = MTH_LARGE_MAX >> MTH_SLICE_SHIFT;   /* never reached by a class: 128 KiB x 4 is 16 */
   return n > most ? most : n;
 }
@@ -151,7 +152,8 @@ void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t bs) {
   MTH_RACY_SET(page->credit, MTH_HEARTBEAT);
   MTH_RACY_SET(page->bin, (uint8_t)bin);
   MTH_RACY_SET(page->block_size, (uint32_t)bs);
-  page->reserved = (uint16_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / bs);
+  size_t stride = bin == MTH_BIN_LARGE ? bs : mth_bin_stride(bin);
+  page->reserved = (uint16_t)(((size_t)page->slice_count << MTH_SLICE_SHIFT) / stride);
   MTH_RACY_SET(page->home, heap);
   mth_page_set_flags(page, 0, heap);
 }
@@ -190,20 +192,20 @@ static void mth_heap_uncount(mth_heap_t *heap, const mth_page_t *page) {
  * first word of each block only, and a fresh page is carved a list's worth at a time, so it
  * costs page faults only as it is used. */
 static void mth_page_extend(mth_heap_t *heap, mth_page_t *page, size_t n) {
-  size_t bs = page->block_size;
+  size_t bs = page->block_size, st = mth_bin_stride(page->bin);
   size_t left = (size_t)page->reserved - page->capacity;
   if (n > left) n = left;
   if (page->bin < MTH_BCACHE_BIG) mth_heap_count_small(heap, n * bs, true);
-  uint8_t *start = mth_page_start(page) + (size_t)page->capacity * bs;
-  for (size_t i = 0; i + 1 < n; i++) ((mth_block_t *)(start + i * bs))->next = (mth_block_t *)(start + (i + 1) * bs);
-  ((mth_block_t *)(start + (n - 1) * bs))->next = page->free;
+  uint8_t *start = mth_page_start(page) + (size_t)page->capacity * st;
+  for (size_t i = 0; i + 1 < n; i++) ((mth_block_t *)(start + i * st))->next = (mth_block_t *)(start + (i + 1) * st);
+  ((mth_block_t *)(start + (n - 1) * st))->next = page->free;
   page->free = (mth_block_t *)start;
   page->capacity = (uint16_t)(page->capacity + n);
 }
 
 static mth_page_t *mth_page_new(mth_heap_t *heap, size_t bin) {
   size_t bs = mth_bin_size(bin);
-  mth_page_t *page = mth_span_alloc(heap, mth_bin_slices(bs), 0, NULL);
+  mth_page_t *page = mth_span_alloc(heap, mth_bin_slices(mth_bin_stride(bin)), 0, NULL);
   if (!page) return NULL;
   mth_page_init(heap, page, bin, bs);
   mth_queue_push_front(&heap->bins[bin], page);

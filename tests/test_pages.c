@@ -44,8 +44,14 @@
  *            each still faults in only its own pages
  *   spans    a new thread's first block of a class takes a span of the class's length: one
  *            32 KiB slice up to 2 KiB blocks, 64 KiB from there to 8 KiB (16 blocks of 4 KiB
- *            per page), four blocks above (64 KiB for 16 KiB, 512 KiB for 128 KiB): short pages
- *            for the many classes every thread uses, long enough ones for batches
+ *            per page), four blocks above (64 KiB for 12 KiB; from 16 KiB each block in slices
+ *            of its own: 128 KiB for 16 and 20 KiB, 512 KiB for 128 KiB): short pages for the
+ *            many classes every thread uses, long enough ones for batches
+ *   spread   from MTH_SPREAD_MIN (16 KiB) up, every block of a page starts on a slice, so a
+ *            program that writes only the first bytes of its big blocks makes resident at
+ *            most one OS page per slice; below, blocks are packed; each block is usable and
+ *            intact to its class size, and a pointer between two blocks (after one's end,
+ *            before the next slice) is no block's
  *   footprint  a new thread that mallocs one small block: its heap starts a page and has at
  *            most two resident pages (the block caches, set up on first use, and the remote-free
  *            inbox stay untouched), its segment's header one; then a free into a full page of
@@ -89,7 +95,7 @@
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain */
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain */
 #include "testutil.h"
 #include <semaphore.h>
 #include <sys/mman.h>
@@ -546,7 +552,7 @@ static void *spans_thread(void *arg) {
   (void)arg;
   static const struct { size_t size, span; } want[] = {
       {16, 32 << 10},   {1024, 32 << 10}, {2048, 32 << 10},  {4096, 64 << 10},
-      {8192, 64 << 10}, {16384, 64 << 10}, {131072, 512 << 10}};
+      {8192, 64 << 10}, {12288, 64 << 10}, {16384, 128 << 10}, {20480, 128 << 10}, {131072, 512 << 10}};
   void *keep[sizeof want / sizeof *want];
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     size_t before = spans_now();
@@ -573,6 +579,49 @@ static void *spans_thread(void *arg) {
 static void case_spans(void) {
   pthread_t t;
   TCHECK(pthread_create(&t, NULL, spans_thread, NULL) == 0);
+  TCHECK(pthread_join(t, NULL) == 0);
+}
+
+static void *spread_thread(void *arg) {
+  (void)arg;
+  static const size_t sizes[] = {12288, 16000, 16384, 20000, 40000, 100000, 131072};
+  enum { N = 8 };   /* two pages of four */
+  for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
+    size_t size = sizes[k], cls = mth_bin_size(mth_bin_of(size));
+    bool spread = cls >= 16384;   /* MTH_SPREAD_MIN, as documented: the test fails if it moves */
+    unsigned char *p[N];
+    int packed = 0;
+    for (int i = 0; i < N; i++) {
+      TCHECK((p[i] = T_MALLOC(size)) != NULL);
+      TCHECKF(T_USABLE_SIZE(p[i]) == cls, "malloc(%zu): usable size %zu, expected its class's %zu", size,
+              T_USABLE_SIZE(p[i]), cls);
+      th_fill_seed(p[i], cls, 4000 + k * N + (uint64_t)i);
+      if (spread)
+        TCHECKF(((uintptr_t)p[i] & (SLICE - 1)) == 0, "block %d of malloc(%zu) at %p: not on a slice", i,
+                size, (void *)p[i]);
+      if (i && (p[i] == p[i - 1] + cls || p[i] == p[i - 1] - cls)) packed++;   /* carved, or reused LIFO */
+    }
+    if (!spread)
+      TCHECKF(packed >= N / 2, "blocks of malloc(%zu) are not packed (%d of %d follow their predecessor)", size,
+              packed, N - 1);
+    for (int i = 0; i < N; i++) {
+      if (spread && cls % SLICE != 0) {
+        /* past the block's end, before the next slice: no block starts there */
+        unsigned char *gap = p[i] + cls;
+        TCHECKF(mth_block_offset(mth_page_of(mth_segment_of(gap), gap), gap) >= cls,
+                "a pointer %zu bytes past block %p of class %zu is taken for a block's start", cls, (void *)p[i],
+                cls);
+      }
+      th_verify_seed(p[i], cls, cls, 4000 + k * N + (uint64_t)i);
+    }
+    for (int i = 0; i < N; i++) T_FREE(p[i]);
+  }
+  return NULL;
+}
+
+static void case_spread(void) {
+  pthread_t t;
+  TCHECK(pthread_create(&t, NULL, spread_thread, NULL) == 0);
   TCHECK(pthread_join(t, NULL) == 0);
 }
 
@@ -1091,8 +1140,8 @@ static void case_drain(void) {
   drain_class(4096);
 }
 
-/* 31 spans of four 16 KiB blocks (two slices each) fill a segment's 63 slices but one */
-enum { NS_N = 2 * 31 * 4 };
+/* 15 spans of four 16 KiB blocks (a slice each: MTH_SPREAD_MIN) fill 60 of a segment's 63 slices */
+enum { NS_N = 2 * 15 * 4 };
 static void *ns_blocks[NS_N];
 
 static void *newseg_thread(void *arg) {
@@ -1282,6 +1331,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "carve")) case_carve();
   else if (!strcmp(c, "footprint")) case_footprint();
   else if (!strcmp(c, "spans")) case_spans();
+  else if (!strcmp(c, "spread")) case_spread();
   else if (!strcmp(c, "bcache_bound")) case_bcache_bound();
   else if (!strcmp(c, "bcache_scavenge")) case_bcache_scavenge();
   else if (!strcmp(c, "bcache_exit")) case_bcache_exit();
@@ -1292,7 +1342,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "drain")) case_drain();
   else if (!strcmp(c, "bcache_newseg")) case_bcache_newseg();
   else if (!strcmp(c, "borrow")) case_borrow();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain",
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
