@@ -168,7 +168,6 @@ MTH_INLINE size_t mth_bin_size(size_t bin) {
   return (size_t)(8 + (c & 7) + 1) << (7 + c / 8 - 3);
 }
 
-
 /* Where a class's blocks start in its page: one after another (stride == size), except from
  * MTH_SPREAD_MIN up, where each block starts a run of whole slices of its own (a "slot"; the
  * bytes between its end and the next slot are no block's).  Why: a program that writes only

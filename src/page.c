@@ -28,16 +28,16 @@
 MTH_HIDDEN mth_page_t mth_page_empty;
 
 /* Span length for a class, from the distance between its blocks' starts (its size, or from
- * MTH_SPREAD_MIN a whole number of slices: internal.h).  Up to 8 KiB blocks, room for 16 blocks in one slice, or two (64
- * KiB) from 2 KiB up: a thread holds about one page of every class it uses, so short pages
- * keep many threads lean (mstress -t 8, slices of 32 KiB), while 16 blocks a page keep a
- * batch of 4 KiB blocks off the slow path (callgrind, hotpath's 100 mallocs then 100 frees:
- * 91.5 instructions per block with pages of 8, 73 with 16).  Above 8 KiB, room for four
- * blocks.  A span of a big class is touched only as far as its blocks are used, but long
- * spans spread a heap over more of its segments (mstress -t 2: peak RSS 22 MiB with eight
- * blocks, 17 with four, 16 with two), while short ones fill up at once and send malloc and
- * free to their slow paths (callgrind on a loop like bench's `window -m 65536`: 151, 213 and
- * 292 instructions per free+malloc). */
+ * MTH_SPREAD_MIN a whole number of slices: internal.h).  Up to 8 KiB blocks, room for 16
+ * blocks in one slice, or two (64 KiB) from 2 KiB up: a thread holds about one page of every
+ * class it uses, so short pages keep many threads lean (mstress -t 8, slices of 32 KiB),
+ * while 16 blocks a page keep a batch of 4 KiB blocks off the slow path (callgrind, hotpath's
+ * 100 mallocs then 100 frees: 91.5 instructions per block with pages of 8, 73 with 16).
+ * Above 8 KiB, room for four blocks.  A span of a big class is touched only as far as its
+ * blocks are used, but long spans spread a heap over more of its segments (mstress -t 2: peak
+ * RSS 22 MiB with eight blocks, 17 with four, 16 with two), while short ones fill up at once
+ * and send malloc and free to their slow paths (callgrind on a loop like bench's `window -m
+ * 65536`: 151, 213 and 292 instructions per free+malloc). */
 static size_t mth_bin_slices(size_t stride) {
   if (stride <= MTH_RETAIN_MAX) {
     size_t n = (stride * 16 + MTH_SLICE_SIZE - 1) >> MTH_SLICE_SHIFT;
