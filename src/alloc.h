@@ -70,7 +70,7 @@ MTH_INLINE void mth_free_fast(void *p) {
      * prologue.  The owner is read again, as an atomic the compiler does not merge with the
      * first read: keeping that one in a register cost the common case an instruction. */
     if (__atomic_load_n(&slice->owner, __ATOMIC_RELAXED) == mth_owner_cached(heap)) {
-      mth_bcache_free(heap, mth_slice_page(slice), (mth_block_t *)p);
+      mth_bcache_free(heap, slice, (mth_block_t *)p);
       return;
     }
     mth_free_page_slow(p, mth_page_of_fast(mth_segment_of(p), a));

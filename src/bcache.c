@@ -45,7 +45,8 @@
  *   - a cached block still counts in its own page's used: the page stays full, in no queue,
  *     and cannot empty while the block is cached.  Cached blocks lie in pages the heap holds
  *     anyway, so the cache maps no memory; what it can do is keep pages from being released;
- *   - a cache holds at most its reserved blocks: its own cap, min(MTH_BCACHE_DEPTH,
+ *   - a cache holds at most capacity blocks (for a cache, the cap; on line 0 with free and
+ *     used, so a free into the cache reads one line of its descriptor): its own cap, min(MTH_BCACHE_DEPTH,
  *     MTH_BCACHE_CLASS_BYTES / size) above 8 KiB and min(MTH_BCACHE_DEPTH,
  *     MTH_BCACHE_SMALL_BYTES / size) up to 8 KiB, plus, above 8 KiB only, what it borrowed
  *     (mth_bcache_grow); heap->bcache_extra is the sum of the loans, in bytes, and never above
@@ -81,7 +82,7 @@ static size_t mth_bcache_cap(size_t bs) {
   return n < MTH_BCACHE_DEPTH ? n : MTH_BCACHE_DEPTH;
 }
 
-/* Cache c of heap, all zeros so far (a cache that takes nothing: its cap, reserved, is 0), set
+/* Cache c of heap, all zeros so far (a cache that takes nothing: its cap, capacity, is 0), set
  * up at the class's first free into a full page; true if it may now take blocks.  Setting up
  * every class when the heap is made wrote a 4 KiB page that most threads never need. */
 bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c) {
@@ -90,11 +91,11 @@ bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c) {
   MTH_RACY_SET(c->credit, MTH_BCACHE_BEAT);
   MTH_RACY_SET(c->bin, (uint8_t)bin);
   MTH_RACY_SET(c->block_size, (uint32_t)mth_bin_size(bin));
-  c->reserved = (uint16_t)mth_bcache_cap(mth_bin_size(bin));   /* a cache's room: its cap */
+  c->capacity = (uint16_t)mth_bcache_cap(mth_bin_size(bin));   /* a cache's room: its cap */
   MTH_RACY_SET(c->flags, MTH_PAGE_META);   /* last: what statistics test for "set up" */
   size_t k = (size_t)(c - heap->bcache);
   heap->bcache_set[k / 64] |= (uint64_t)1 << (k % 64);
-  return c->reserved != 0;
+  return c->capacity != 0;
 }
 
 /* A cache at its cap, on the free that found it full: it may borrow room past
@@ -106,16 +107,16 @@ bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c) {
  * holds no more than its own cap. */
 bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c) {
   size_t bs = c->block_size, base = mth_bcache_cap(bs);
-  if (base == 0 || c->reserved >= MTH_BCACHE_DEPTH || bs <= MTH_RETAIN_MAX) return false;
-  size_t want = c->reserved + (c->reserved + 1) / 2;
+  if (base == 0 || c->capacity >= MTH_BCACHE_DEPTH || bs <= MTH_RETAIN_MAX) return false;
+  size_t want = c->capacity + (c->capacity + 1) / 2;
   if (want > MTH_BCACHE_DEPTH) want = MTH_BCACHE_DEPTH;
-  size_t more = (want - c->reserved) * bs;
+  size_t more = (want - c->capacity) * bs;
   if (heap->bcache_extra + more > MTH_BCACHE_EXTRA_BYTES) {
     more = (MTH_BCACHE_EXTRA_BYTES - heap->bcache_extra) / bs * bs;   /* what is left of it */
     if (more == 0) return false;
   }
   heap->bcache_extra += more;
-  c->reserved = (uint16_t)(c->reserved + more / bs);
+  c->capacity = (uint16_t)(c->capacity + more / bs);
   return true;
 }
 
@@ -123,23 +124,24 @@ bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c) {
 static void mth_bcache_shrink(mth_heap_t *heap, mth_page_t *c) {
   if (c->flags == 0) return;   /* never set up: no cap, no loan */
   size_t bs = c->block_size, base = mth_bcache_cap(bs), n = mth_bcache_count(c);
-  if (c->reserved <= base) return;
+  if (c->capacity <= base) return;
   size_t keep = n > base ? n : base;
-  if (keep >= c->reserved) return;
-  heap->bcache_extra -= (c->reserved - keep) * bs;
-  c->reserved = (uint16_t)keep;
+  if (keep >= c->capacity) return;
+  heap->bcache_extra -= (c->capacity - keep) * bs;
+  c->capacity = (uint16_t)keep;
 }
 
 /* (mth_bcache_put, inline in internal.h, is the free side on the slow path; free's fast path
  * comes here.) */
 
 /* The owner's free into its full page of a cached class, straight from free's fast path (the
- * page's owner tag says which, alloc.h): into the cache, or with the cache full onto the page
+ * owner tag of the block's slice says which, alloc.h; the slice's descriptor has the class
+ * too, so the page's own is not read): into the cache, or with the cache full onto the page
  * by the slow path.  The tick (a thread cycling blocks through its caches may take no malloc
  * slow path for long) runs whenever the cache's count reaches a multiple of 16: about every
  * 16th free of a burst, as the slow path's every 16th free into a full page. */
-void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
-  mth_page_t *c = mth_bcache_of(heap, page->bin);
+void mth_bcache_free(mth_heap_t *heap, mth_page_t *slice, mth_block_t *b) {
+  mth_page_t *c = mth_bcache_of(heap, MTH_RACY_GET(slice->bin));   /* the class's copy (internal.h) */
   /* every call in tail position: no registers to save on the way */
   if (MTH_UNLIKELY(b == c->free)) {
     mth_free_twice(b);
@@ -147,8 +149,8 @@ void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b) {
   }
   /* mth_bcache_put spelled out: its "kept" test after the push would be one more branch */
   uint32_t used = c->used - 1, held = 0u - used;
-  if (MTH_UNLIKELY(held > c->reserved)) {
-    mth_free_page_slow(b, page);
+  if (MTH_UNLIKELY(held > c->capacity)) {
+    mth_free_page_slow(b, mth_slice_page(slice));
     return;
   }
   b->next = c->free;

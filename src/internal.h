@@ -29,9 +29,9 @@
  *     full page) has owner NULL, so the free fast path needs one comparison, and a second one, off its
  *     common case, sends a block freed into a full page to its cache inline.
  *   - a page of several slices (not a large span: its one block starts in its first slice)
- *     has a copy of its owner tag in each later slice's descriptor, written with the tag
- *     (mth_page_set_flags): free's fast path reads the descriptor of its block's own slice,
- *     owner and way back (span) on one line.  Every other descriptor but a span's first has
+ *     has a copy of its owner tag and its class (bin) in each later slice's descriptor, written
+ *     with the tag (mth_page_set_flags): free's fast path reads the descriptor of its block's
+ *     own slice, owner, class and way back (span) on one line.  Every other descriptor but a span's first has
  *     owner NULL: a later slice of a large span, a free or never-used slice, and in a huge
  *     segment the slice its block starts in (segment.c).
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
@@ -209,7 +209,8 @@ typedef struct mth_page_s {
   struct mth_page_s *next, *prev;   /* bin queue; NULL when full */
   uint32_t used;              /* blocks out (see invariants) */
   int32_t credit;             /* mallocs left before this page sends one to the tick (alloc.h) */
-  uint16_t capacity;          /* blocks carved so far (lazily: a list's worth at a time, page.c) */
+  uint16_t capacity;          /* blocks carved so far (lazily: a list's worth at a time, page.c);
+                                 a block cache's cap (bcache.c) */
   uint8_t retired;            /* empty, kept for reuse, and listed in heap->retired[] */
   /* Line 1: what a free from any thread reads to find and check the block; written only when
    * the span is formatted or retired.  On its own line so that other threads' frees leave it
@@ -219,7 +220,7 @@ typedef struct mth_page_s {
                                  the free fast path's single test for "ours, and nothing special" */
   uint32_t flags;
   uint32_t block_size;
-  uint16_t reserved;          /* blocks that fit in the span (<= 64 KiB / 16); a block cache's cap */
+  uint16_t reserved;          /* blocks that fit in the span (<= 64 KiB / 16) */
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
@@ -392,9 +393,13 @@ MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t 
     owner = mth_owner_cached(heap);
   __atomic_store_n(&page->flags, flags, __ATOMIC_RELAXED);
   __atomic_store_n(&page->owner, owner, __ATOMIC_RELAXED);
-  /* the tag's copies in the page's other slices (free's fast path reads its block's slice) */
+  /* the tag's copies in the page's other slices (free's fast path reads its block's slice),
+   * with the class, which a free into the block cache needs from the same line */
   if (MTH_UNLIKELY(page->slice_count > 1) && page->bin != MTH_BIN_LARGE)
-    for (size_t k = 1; k < page->slice_count; k++) __atomic_store_n(&page[k].owner, owner, __ATOMIC_RELAXED);
+    for (size_t k = 1; k < page->slice_count; k++) {
+      MTH_RACY_SET(page[k].bin, page->bin);
+      __atomic_store_n(&page[k].owner, owner, __ATOMIC_RELAXED);
+    }
 }
 
 /* ---- globals ---- */
@@ -631,7 +636,7 @@ MTH_HIDDEN void mth_bcache_beat(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void *mth_bcache_pop(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now);
 MTH_HIDDEN void mth_bcache_flush(mth_heap_t *heap);
-MTH_HIDDEN void mth_bcache_free(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
+MTH_HIDDEN void mth_bcache_free(mth_heap_t *heap, mth_page_t *slice, mth_block_t *b);
 MTH_HIDDEN bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c);
 MTH_HIDDEN void mth_lcache_scavenge(mth_heap_t *heap, bool all);   /* page.c */
 MTH_HIDDEN bool mth_pages_give_back_kept(mth_heap_t *heap);          /* page.c */
@@ -658,7 +663,7 @@ MTH_INLINE mth_page_t *mth_bcache_of(mth_heap_t *heap, size_t bin) {
  * has its own copy in mth_bcache_free (bcache.c). */
 MTH_INLINE bool mth_bcache_put(mth_page_t *c, mth_block_t *b) {
   uint32_t used = c->used - 1;
-  if (0u - used > c->reserved) return false;   /* full; reserved (the cap) 0: caches off */
+  if (0u - used > c->capacity) return false;   /* full; capacity (the cap) 0: caches off */
   b->next = c->free;
   c->free = b;
   MTH_RACY_SET(c->used, used);
