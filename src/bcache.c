@@ -46,8 +46,8 @@
  *     and cannot empty while the block is cached.  Cached blocks lie in pages the heap holds
  *     anyway, so the cache maps no memory; what it can do is keep pages from being released;
  *   - a cache holds at most capacity blocks (for a cache, the cap; on line 0 with free and
- *     used, so a free into the cache reads one line of its descriptor): its own cap, min(MTH_BCACHE_DEPTH,
- *     MTH_BCACHE_CLASS_BYTES / size) above 8 KiB and min(MTH_BCACHE_DEPTH,
+ *     used, so a free into the cache reads one line of its descriptor): its own cap,
+ *     min(MTH_BCACHE_DEPTH, MTH_BCACHE_CLASS_BYTES / size) above 8 KiB and min(MTH_BCACHE_DEPTH,
  *     MTH_BCACHE_SMALL_BYTES / size) up to 8 KiB, plus, above 8 KiB only, what it borrowed
  *     (mth_bcache_grow); heap->bcache_extra is the sum of the loans, in bytes, and never above
  *     MTH_BCACHE_EXTRA_BYTES.  So at most 2 MiB per class and 64 MiB per heap above 8 KiB,
