@@ -181,8 +181,8 @@ MTH_INLINE size_t mth_bin_size(size_t bin) {
  * The price is in programs that write their big blocks whole: blocks no longer share OS pages
  * and spans are longer, so over time more of them gets touched (`window -m 65536`: peak RSS
  * +11-13% in the full mode, docs/PERFORMANCE.md).  Spreading from 9 KiB up also cost `xfree`, whose blocks stop at 16000 bytes, 13%
- * more.  No colouring: the slots' starts all share an L1 set, which measured no slower (7
- * interleaved runs at 1 and 8 threads).  The slots start on slices, so a class that is a
+ * more.  No colouring: the slots' starts all share an L1 set, and `window --head` measured no
+ * slower than with packed blocks (7 interleaved runs at 1 and 8 threads).  The slots start on slices, so a class that is a
  * multiple of an alignment up to a slice stays aligned to it (mth_malloc_aligned relies on
  * that). */
 #define MTH_SPREAD_MIN ((size_t)16 << 10)
