@@ -8,15 +8,17 @@
  *   to mth_malloc_slow.  Every MTH_HEARTBEAT mallocs from a page, the malloc also runs
  *   the heap's tick (mth_malloc_heartbeat: remote frees taken in, memory purged), so a thread
  *   that never leaves the fast path still does that work.
- * free:   pointer -> segmap byte (is it ours?) -> page (slice index and back-offset) -> if
- *   page->owner is our heap (which also says the page needs no care), push on page->free:
- *   LIFO, so the next malloc of the class reuses the block still in cache.  A block already at
- *   the head of that list is a double free (mth_free_twice).  A full page of ours whose frees
- *   go to its class's block cache says so in its owner (mth_owner_cached): the block goes to
- *   the cache (mth_bcache_free) without the slow path.
- *   A page left empty stays as it is when it is the only page of a small class (its queue
- *   links are both NULL: the per-class cache of one page) or listed as retired already;
- *   anything else is retired (page.c).
+ * free:   pointer -> segmap byte (is it ours?) -> the descriptor of the block's slice -> if
+ *   its owner tag is our heap, push on the list the slice names (slice->list): the page's own
+ *   (a page with room, which needs no care), or for a full page of a class with a block cache
+ *   the cache's (bcache.c), which is a page descriptor too.  LIFO, so the next malloc of the
+ *   class reuses the block still in cache.  A block already at the head of the list is a
+ *   double free (mth_free_twice).  No branch on which list: freed at random, half the blocks
+ *   of a class may be in full pages and half not, which no predictor learns.
+ *   When used reaches 0: a page left empty stays as it is when it is the only page of a small
+ *   class (its queue links are both NULL: the per-class cache of one page) or listed as
+ *   retired already, anything else is retired (page.c); a cache's used reaches 0 at its trip
+ *   count (its cap, its tick), and its next names itself so that the same test calls out.
  */
 #ifndef MTH_ALLOC_H
 #define MTH_ALLOC_H
@@ -48,29 +50,22 @@ MTH_INLINE void mth_free_fast(void *p) {
     mth_page_t *slice = mth_slice_of_fast(mth_segment_of(p), a);
     mth_heap_t *heap = mth_tls_heap;
     if (MTH_LIKELY(MTH_RACY_GET(slice->owner) == heap)) {
-      mth_page_t *page = mth_slice_page(slice);
+      mth_page_t *list = slice->list;   /* the page, or its class's block cache */
       mth_block_t *b = (mth_block_t *)p;
-      /* a block that heads its page's free list is free already: the usual double free
-       * (free(p); free(p)), caught for one compare with the field the push reads anyway;
-       * pushing it again would hand the block out twice.  The slow paths check more. */
-      if (MTH_UNLIKELY(b == page->free)) {
+      /* a block that heads the list is free already: the usual double free (free(p);
+       * free(p)), caught for one compare with the field the push reads anyway; pushing it
+       * again would hand the block out twice.  The slow paths check more. */
+      if (MTH_UNLIKELY(b == list->free)) {
         mth_free_twice(p);
         return;
       }
-      b->next = page->free;
-      page->free = b;
-      MTH_RACY_ADD(page->used, -1);
-      if (MTH_UNLIKELY(page->used == 0) && !page->retired &&
-          (page->next != NULL || page->prev != NULL || page->block_size > MTH_RETAIN_MAX))
-        mth_page_emptied(heap, page);
-      return;
-    }
-    /* our full page whose frees go to the block cache: one jump to the cache (bcache.c), not
-     * the slow path's checks; out of line, so the common case above keeps its short
-     * prologue.  The owner is read again, as an atomic the compiler does not merge with the
-     * first read: keeping that one in a register cost the common case an instruction. */
-    if (__atomic_load_n(&slice->owner, __ATOMIC_RELAXED) == mth_owner_cached(heap)) {
-      mth_bcache_free(heap, slice, (mth_block_t *)p);
+      b->next = list->free;
+      list->free = b;
+      MTH_RACY_ADD(list->used, -1);
+      /* a page that emptied, or a cache at its trip count (whose next links itself) */
+      if (MTH_UNLIKELY(list->used == 0) && !list->retired &&
+          (list->next != NULL || list->prev != NULL || list->block_size > MTH_RETAIN_MAX))
+        mth_free_emptied(heap, list);
       return;
     }
     mth_free_page_slow(p, mth_page_of_fast(mth_segment_of(p), a));

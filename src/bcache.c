@@ -14,16 +14,16 @@
  * that page, by then out of cache, where tcmalloc's one list per class hands it out next.
  * With the working set past a core's L2 that was the gap left on one thread: `window -t 1 -w
  * 2000 -m 4096` 0.42 s against tcmalloc's 0.37, `larson -t 1 -n 5000` 1.18 against 1.05.
- * Below the bound every block is in cache anyway, and a free that goes to the page or to the
- * cache depending on whether the page is full is a branch the processor cannot predict:
- * always on, `larson -t 1 -n 1000` (500 KB live) took 9% longer, with 44% of its frees
- * mispredicted (cachegrind), against none with the page's list alone.
+ * Below the bound every block is in cache anyway.  (Always on, `larson -t 1 -n 1000`, 500 KB
+ * live, once took 9% longer: free then tested the page's tag for "page" and again for "cache",
+ * a branch on whether the page is full that 44% of its frees mispredicted.  Free now pushes
+ * onto the list the slice names, without that branch: alloc.h.)
  *
- * How: a block freed into a full page (its owner tag says so, alloc.h) goes to the class's
- * cache, which is the free list of a page descriptor inside the heap (heap->bcache[]).  When
- * the class's front page runs dry and the cache has blocks, direct[] names the cache until it
- * runs dry in turn, so malloc's fast path pops cached blocks like any other, the last freed
- * first; the blocks of pages with room wait.  Those are the pages losing blocks, which then
+ * How: a block freed into a full page (its slice's list names the cache, alloc.h) goes to the
+ * class's cache, which is the free list of a page descriptor inside the heap (heap->bcache[]).
+ * When the class's front page runs dry and the cache has blocks, direct[] names the cache
+ * until it runs dry in turn, so malloc's fast path pops cached blocks like any other, the last
+ * freed first; the blocks of pages with room wait.  Those are the pages losing blocks, which then
  * empty and go back instead of being refilled (test_pages drain), and the cache stays short.
  * A free into a page with room still takes the fast path onto the page's own list.
  *
@@ -54,19 +54,25 @@
  *     plus 8 MiB lent, and 3.0 MiB per heap for the 56 classes up to 8 KiB; a block left in a
  *     cache is given back within two scavenge intervals (200 ms) of ticks, and a loan once its
  *     class needs it no more (README);
- *   - the descriptor's used is minus the number of blocks it holds (the fast path adds one per
- *     pop, mth_bcache_put subtracts one per block); its credit and bin count its mallocs as a
- *     page's do, with a heartbeat every MTH_BCACHE_BEAT pops (the tick, and the low-water mark);
+ *   - the descriptor's used is its trip count minus the number of blocks it holds, and never 0
+ *     between two calls: free's fast path pushes onto a cache as onto a page, and calls out
+ *     when used reaches 0 (mth_bcache_trip), which is at the trip count (mth_bcache_retrip:
+ *     the cap + 1, the tick, the scavenge's schedule).  Malloc's pops add one; mth_bcache_put
+ *     subtracts one and resets the trip count when it reaches 0.  A cache's next names the
+ *     descriptor itself, so that free's test for a page that needs care at 0 calls out for
+ *     the cache too.  Its credit and bin count its mallocs as a page's do, with a heartbeat
+ *     every MTH_BCACHE_BEAT pops (the tick, and the low-water mark);
  *   - a cache descriptor is in no queue and no segment (flags MTH_PAGE_META, owner NULL):
- *     nothing reaches it from an address.  Until its class's first free into a full page it
- *     is all zeros (flags 0, cap 0: it takes no block, and malloc finds its list empty), and
- *     direct[] names mth_page_empty instead, so a thread never touches the descriptors of the
- *     classes it never needed a cache for; heap->bcache_set lists those set up, the only ones
- *     scavenge and flush visit;
- *   - a page's owner tag is set when it fills (mth_page_set_flags): the frees into a page that
- *     filled while the heap was small take the slow path (mth_page_free_local, which sends
- *     them to the cache if the heap is large now), and one that filled while it was large
- *     keeps its tag; either is correct, only the cost differs;
+ *     nothing reaches it from an address but the list of a full page's slices.  Until its
+ *     class's first page fills it is all zeros (flags 0, cap 0: it takes no block, and malloc
+ *     finds its list empty), and direct[] names mth_page_empty instead, so a thread never
+ *     touches the descriptors of the classes it never needed a cache for; heap->bcache_set
+ *     lists those set up, the only ones scavenge and flush visit;
+ *   - a page's tag and list are set when it fills (mth_page_set_flags), and its class's cache
+ *     with them: the frees into a page that filled while the heap was small take the slow
+ *     path (mth_page_free_local, which sends them to the cache if the heap is large now), and
+ *     one that filled while it was large keeps its list; either is correct, only the cost
+ *     differs;
  *   - thread exit, abandonment and mtheap_collect(true) give every cached block back to its page
  *     (mth_bcache_flush), so a parked heap's pages can empty and be released; so does a heap
  *     that finds no room for a span in its segments, before it takes a new one (segment.c);
@@ -91,7 +97,9 @@ bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c) {
   MTH_RACY_SET(c->credit, MTH_BCACHE_BEAT);
   MTH_RACY_SET(c->bin, (uint8_t)bin);
   MTH_RACY_SET(c->block_size, (uint32_t)mth_bin_size(bin));
-  c->capacity = (uint16_t)mth_bcache_cap(mth_bin_size(bin));   /* a cache's room: its cap */
+  MTH_RACY_SET(c->capacity, (uint16_t)mth_bcache_cap(mth_bin_size(bin)));   /* its cap; read by statistics */
+  mth_bcache_retrip(c);
+  c->next = c;   /* free's fast path tests next when used reaches 0: see alloc.h */
   MTH_RACY_SET(c->flags, MTH_PAGE_META);   /* last: what statistics test for "set up" */
   size_t k = (size_t)(c - heap->bcache);
   heap->bcache_set[k / 64] |= (uint64_t)1 << (k % 64);
@@ -116,7 +124,8 @@ bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c) {
     if (more == 0) return false;
   }
   heap->bcache_extra += more;
-  c->capacity = (uint16_t)(c->capacity + more / bs);
+  MTH_RACY_SET(c->capacity, (uint16_t)(c->capacity + more / bs));
+  mth_bcache_retrip(c);
   return true;
 }
 
@@ -128,37 +137,42 @@ static void mth_bcache_shrink(mth_heap_t *heap, mth_page_t *c) {
   size_t keep = n > base ? n : base;
   if (keep >= c->capacity) return;
   heap->bcache_extra -= (c->capacity - keep) * bs;
-  c->capacity = (uint16_t)keep;
+  MTH_RACY_SET(c->capacity, (uint16_t)keep);
 }
 
-/* (mth_bcache_put, inline in internal.h, is the free side on the slow path; free's fast path
- * comes here.) */
-
-/* The owner's free into its full page of a cached class, straight from free's fast path (the
- * owner tag of the block's slice says which, alloc.h; the slice's descriptor has the class
- * too, so the page's own is not read): into the cache, or with the cache full onto the page
- * by the slow path.  The tick (a thread cycling blocks through its caches may take no malloc
- * slow path for long) runs whenever the cache's count reaches a multiple of 16: about every
- * 16th free of a burst, as the slow path's every 16th free into a full page. */
-void mth_bcache_free(mth_heap_t *heap, mth_page_t *slice, mth_block_t *b) {
-  mth_page_t *c = mth_bcache_of(heap, MTH_RACY_GET(slice->bin));   /* the class's copy (internal.h) */
-  /* every call in tail position: no registers to save on the way */
-  if (MTH_UNLIKELY(b == c->free)) {
-    mth_free_twice(b);
-    return;
-  }
-  /* mth_bcache_put spelled out: its "kept" test after the push would be one more branch */
-  uint32_t used = c->used - 1, held = 0u - used;
-  if (MTH_UNLIKELY(held > c->capacity)) {
-    mth_free_page_slow(b, mth_slice_page(slice));
-    return;
-  }
-  b->next = c->free;
-  c->free = b;
-  MTH_RACY_SET(c->used, used);
-  if (MTH_UNLIKELY(heap->bcache_scavenge_ms == 0)) mth_bcache_schedule(heap);
-  else if (MTH_UNLIKELY((held & 15) == 0)) mth_heap_tick_locked(heap);
+/* A cache's trip count: where free's fast path, which pushes onto a cache as onto a page and
+ * decrements used, finds used at 0 and calls out (mth_bcache_trip).  So used is trip minus the
+ * blocks held, and trip the next count at which a free has more to do than push: the cap + 1
+ * (the block goes to its page instead), the first block into an empty cache (the scavenge is
+ * scheduled if none is), else the next multiple of 16 (the heap's tick, as the slow path's
+ * every 16th free into a full page: a thread cycling blocks through its caches may take no
+ * malloc slow path for long).  Reset wherever the cap or the count change off the fast paths;
+ * malloc's pops only move used up, away from 0. */
+void mth_bcache_retrip(mth_page_t *c) {
+  uint32_t held = (uint32_t)mth_bcache_count(c);
+  uint32_t trip = held == 0 ? 1 : (held | 15) + 1;
+  if (trip > (uint32_t)c->capacity + 1) trip = (uint32_t)c->capacity + 1;
+  MTH_RACY_SET(c->trip, trip);
+  MTH_RACY_SET(c->used, trip - held);
 }
+
+/* Free's fast path brought cache c to its trip count (alloc.h: mth_free_emptied): past the
+ * cap, the block just pushed comes back off and goes to its page by the slow path (which may
+ * lend the cache more room); else the scavenge is scheduled if none is, or the tick runs. */
+void mth_bcache_trip(mth_heap_t *heap, mth_page_t *c) {
+  uint32_t held = c->trip;
+  if (held > c->capacity) {
+    mth_block_t *b = c->free;
+    c->free = b->next;
+    MTH_RACY_SET(c->used, 1);
+    mth_free_page_slow(b, mth_page_of(mth_segment_of(b), b));
+    return;
+  }
+  mth_bcache_retrip(c);
+  if (heap->bcache_scavenge_ms == 0) mth_bcache_schedule(heap);
+  else if ((held & 15) == 0) mth_heap_tick_locked(heap);
+}
+
 static mth_block_t *mth_bcache_take(mth_page_t *c) {
   mth_block_t *b = c->free;
   c->free = b->next;
@@ -214,6 +228,7 @@ void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now) {
       mth_page_give_back(heap, mth_page_of(mth_segment_of(b), b), b);
     }
     mth_bcache_shrink(heap, c);
+    mth_bcache_retrip(c);
     size_t n = mth_bcache_count(c);
     heap->bcache_low[k] = (uint8_t)n;
     held += n;
@@ -231,6 +246,7 @@ void mth_bcache_flush(mth_heap_t *heap) {
       mth_page_give_back(heap, mth_page_of(mth_segment_of(b), b), b);
     }
     mth_bcache_shrink(heap, c);
+    mth_bcache_retrip(c);
     heap->bcache_low[k] = 0;
   }
   mth_lcache_scavenge(heap, true);

@@ -260,7 +260,7 @@ void mth_heap_tick(mth_heap_t *heap) {
   mth_heap_tick_due(heap);
 }
 
-/* The tick from a fast path (mth_bcache_free), which holds no lock: one call, in tail position
+/* The tick from a fast path (mth_bcache_trip), which holds no lock: one call, in tail position
  * there, that takes the heap's lock around it. */
 void mth_heap_tick_locked(mth_heap_t *heap) {
   mth_heap_enter(heap);

@@ -21,19 +21,19 @@
  * Invariants (checked where noted)
  *   - mth_segmap[s] != 0  <=>  a live segment header starts at slot s.
  *     A pointer whose slot bit is clear is not a span block (free() then looks it up slowly).
- *   - page->owner == heap  <=>  page->flags == 0 and heap owns the page: an ordinary in-use
- *     span page, not full, with no aligned blocks.  page->owner == mth_owner_cached(heap)
- *     <=>  page->flags == MTH_PAGE_FULL, heap owns it, and its frees go to its class's block
- *     cache (bcache.c: a class above 8 KiB, or any class while the heap is large, heap->lifo,
- *     when the page filled).  Every other state (free slice, header slice, aligned, any other
- *     full page) has owner NULL, so the free fast path needs one comparison, and a second one, off its
- *     common case, sends a block freed into a full page to its cache inline.
+ *   - page->owner == heap  <=>  heap owns the page and its free fast path may push onto
+ *     page->list: page->flags == 0 (an ordinary in-use span page, not full, with no aligned
+ *     blocks; list is the page itself), or page->flags == MTH_PAGE_FULL and its frees go to
+ *     its class's block cache (bcache.c: a class above 8 KiB, or any class while the heap is
+ *     large, heap->lifo, when the page filled; list is the cache, set up by then).  Every other
+ *     state (free slice, header slice, aligned, any other full page) has owner NULL, so the
+ *     free fast path needs one comparison, and pushes without asking which list it is.
  *   - a page of several slices (not a large span: its one block starts in its first slice)
- *     has a copy of its owner tag and its class (bin) in each later slice's descriptor, written
- *     with the tag (mth_page_set_flags): free's fast path reads the descriptor of its block's
- *     own slice, owner, class and way back (span) on one line.  Every other descriptor but a span's first has
- *     owner NULL: a later slice of a large span, a free or never-used slice, and in a huge
- *     segment the slice its block starts in (segment.c).
+ *     has a copy of its owner tag, its list and its class (bin) in each later slice's
+ *     descriptor, written with the tag (mth_page_set_flags): free's fast path reads the
+ *     descriptor of its block's own slice, owner and list on one line.  Every other
+ *     descriptor but a span's first has owner NULL: a later slice of a large span, a free or
+ *     never-used slice, and in a huge segment the slice its block starts in (segment.c).
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
@@ -44,11 +44,11 @@
  *     which differs from seg->heap only for a borrowed span).
  *   - a page with MTH_PAGE_FULL set is changed only under its heap's lock (mth_heap_enter), by
  *     its owner's slow paths or by a thread freeing into it for an absent owner (inbox.c); the
- *     owner's fast paths only read its owner tag and class, to send a block to the class's
- *     cache (mth_bcache_free), whose blocks still count in their pages' used, so no other
- *     thread's free can empty the page under it.  A large span is
- *     its one block's: the owner's free fast path touches it only to free that block, which no
- *     other thread is freeing at the same time (that would be a double free).
+ *     owner's fast paths only read its owner tag and list, to send a block to the class's
+ *     cache, whose blocks still count in their pages' used, so no other thread's free can
+ *     empty the page under it.  A large span is its one block's: the owner's free fast path
+ *     touches it only to free that block, which no other thread is freeing at the same time
+ *     (that would be a double free).
  *   - 0 < page->credit <= MTH_HEARTBEAT (a block cache's: MTH_BCACHE_BEAT); beat - credit
  *     mallocs of the page are not yet counted in heap->st_mallocs.
  */
@@ -141,7 +141,13 @@
 #define MTH_ABSENT_RETURNS 1                 /* after coming back this often, an owner's slices wait the delay */
 #define MTH_LCACHE_MAX 1                     /* freed large spans a heap keeps for reuse (page.c), */
 #define MTH_LCACHE_SLICES ((1u << 20) >> MTH_SLICE_SHIFT)   /* ... holding at most 1 MiB */
-#define MTH_BCACHE_BEAT 64                   /* a cache's pops between two ticks */
+/* A cache's pops between two ticks.  16, not 64, since a class's cache is set up when its first
+ * page fills and takes every free into a full page on the fast path from then on: the slow
+ * path's frees, whose every 16th ran the tick, are gone, and a thread that cycles blocks
+ * through its caches must still take in its remote frees and purge (test_purge remote: a
+ * gigabyte freed by another thread was back in 2.9 s with 64, 1.6 with 16, 1.4 before;
+ * hotpath's 16 KiB batch row 59.4 -> 63.2 instructions). */
+#define MTH_BCACHE_BEAT 16
 #define MTH_HEARTBEAT 4096                   /* mallocs from one page between two slow-path ticks */
 #define MTH_OVF_AHEAD 8                      /* overflow list: the drain prefetches this far ahead */
 #define MTH_DRAIN_CHUNK 256                  /* blocks a drain for an absent owner frees per lock hold */
@@ -212,31 +218,30 @@ typedef struct mth_page_s {
   uint16_t capacity;          /* blocks carved so far (lazily: a list's worth at a time, page.c);
                                  a block cache's cap (bcache.c) */
   uint8_t retired;            /* empty, kept for reuse, and listed in heap->retired[] */
+  uint32_t trip;              /* a block cache's: the count of blocks at which a free calls out
+                                 (bcache.c); its used is trip minus the blocks it holds */
   /* Line 1: what a free from any thread reads to find and check the block; written only when
    * the span is formatted or retired.  On its own line so that other threads' frees leave it
    * shared in every cache and never steal line 0 from the owner mid-malloc (one line for
    * both cost xmalloc a cache miss per allocation on the owner's page->used++). */
-  _Alignas(MTH_CACHE_LINE) mth_heap_t *owner;  /* the owning heap while flags == 0, else NULL:
-                                 the free fast path's single test for "ours, and nothing special" */
+  _Alignas(MTH_CACHE_LINE) mth_heap_t *owner;  /* the owning heap while its free fast path
+                                 may push onto list, else NULL: that path's single test */
   uint32_t flags;
   uint32_t block_size;
   uint16_t reserved;          /* blocks that fit in the span (<= 64 KiB / 16) */
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
-  struct mth_page_s *span;    /* a live span's slices: its first descriptor, free's way back
-                                 (read only where owner named the freeing heap) */
+  struct mth_page_s *span;    /* a live span's slices: its first descriptor (the slow paths'
+                                 way back) */
+  struct mth_page_s *list;    /* where the owner's free pushes a block of this slice: the
+                                 span's page, or for a full page of a cached class the class's
+                                 block cache; read only where owner named the freeing heap */
   /* the heap the page belongs to: its blocks' remote frees go to this heap's inbox.  Usually
    * its segment's heap; a span taken from another heap's free slices (lend.c) belongs to the
    * heap that took it, while its slices stay the segment's. */
   mth_heap_t *home;
 } mth_page_t;
-
-/* The owner a full page of a cached class carries: its heap with the low bit set (heaps are
- * aligned), which no heap pointer equals, so the fast path's first test still fails. */
-MTH_INLINE mth_heap_t *mth_owner_cached(const mth_heap_t *heap) {
-  return (mth_heap_t *)((uintptr_t)heap | 1);
-}
 
 MTH_INLINE uint32_t mth_page_flags(const mth_page_t *page) { return __atomic_load_n(&page->flags, __ATOMIC_RELAXED); }
 
@@ -383,21 +388,51 @@ struct mth_heap_s {
 
 enum { MTH_HEAP_LIVE = 1, MTH_HEAP_ABANDONED = 2 };
 
-/* Keep page->owner in step with page->flags (and page->bin, set before any flags). */
+/* Whether bin's cache was ever set up: asked before its descriptor is read, so a class that
+ * never needed a cache leaves the heap's pages of descriptors untouched (not even read: a
+ * read of a fresh page is a page fault too). */
+MTH_INLINE bool mth_bcache_used(const mth_heap_t *heap, size_t bin) {
+  size_t k = bin - MTH_BCACHE_BIN0;
+  return (heap->bcache_set[k / 64] >> (k % 64)) & 1;
+}
+/* The block cache of bin (>= MTH_BCACHE_BIN0): the array's offset and the bin's bias folded
+ * into one constant, so the address is a shift and an add. */
+MTH_INLINE mth_page_t *mth_bcache_of(mth_heap_t *heap, size_t bin) {
+  return (mth_page_t *)((uintptr_t)heap + offsetof(mth_heap_t, bcache) -
+                        MTH_BCACHE_BIN0 * sizeof(mth_page_t) + (bin << MTH_PAGE_DESC_SHIFT));
+}
+
+MTH_HIDDEN bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c);   /* bcache.c */
+
+/* Keep page->owner and page->list in step with page->flags (and page->bin, set before any flags). */
 /* Other threads read both fields (a remote free checks them): relaxed atomics, which cost
  * nothing on x86 but keep the race benign in the C memory model and quiet under TSan. */
 MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t *heap) {
   mth_heap_t *owner = NULL;
-  if (flags == 0) owner = heap;
-  else if (flags == MTH_PAGE_FULL && heap && (page->bin >= MTH_BCACHE_BIG || heap->lifo))
-    owner = mth_owner_cached(heap);
+  mth_page_t *list = page;
+  if (flags == 0) {
+    owner = heap;
+  } else if (flags == MTH_PAGE_FULL && heap && (page->bin >= MTH_BCACHE_BIG || heap->lifo)) {
+    /* the class's cache, set up when its first page fills (its frees would otherwise find
+     * none); with caches off (a cap of 0) the frees take the slow path */
+    mth_page_t *c = mth_bcache_of(heap, page->bin);
+    if (mth_bcache_used(heap, page->bin) ? c->capacity != 0 : mth_bcache_setup(heap, c)) {
+      owner = heap;
+      list = c;
+    }
+  }
+  /* list is written only with an owner, and only by the owner's thread (a thread freeing for
+   * an absent owner only ever clears the tag, mth_page_free_for): the owner's fast path never
+   * reads a list another thread is changing, and a stale tag it read still names a list its
+   * block may go to */
   __atomic_store_n(&page->flags, flags, __ATOMIC_RELAXED);
+  if (owner) page->list = list;
   __atomic_store_n(&page->owner, owner, __ATOMIC_RELAXED);
-  /* the tag's copies in the page's other slices (free's fast path reads its block's slice),
-   * with the class, which a free into the block cache needs from the same line */
+  /* the tag's copies in the page's other slices (free's fast path reads its block's slice) */
   if (MTH_UNLIKELY(page->slice_count > 1) && page->bin != MTH_BIN_LARGE)
     for (size_t k = 1; k < page->slice_count; k++) {
       MTH_RACY_SET(page[k].bin, page->bin);
+      if (owner) page[k].list = list;
       __atomic_store_n(&page[k].owner, owner, __ATOMIC_RELAXED);
     }
 }
@@ -611,7 +646,8 @@ MTH_HIDDEN void *mth_page_alloc_zero(mth_heap_t *heap, size_t size);
 MTH_HIDDEN void *mth_page_alloc_growing(mth_heap_t *heap, size_t size);   /* MTH_CLASS_MAX < size <= MTH_LARGE_MAX */
 MTH_HIDDEN void mth_page_free_local(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_pages_init(void);
-MTH_HIDDEN void mth_page_emptied(mth_heap_t *heap, mth_page_t *page);   /* free's fast path */
+MTH_HIDDEN void mth_free_emptied(mth_heap_t *heap, mth_page_t *list);   /* free's fast path: page.c */
+MTH_HIDDEN void mth_bcache_trip(mth_heap_t *heap, mth_page_t *c);
 MTH_HIDDEN bool mth_page_free_for(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 MTH_HIDDEN void mth_page_init(mth_heap_t *heap, mth_page_t *page, size_t bin, size_t block_size);
 MTH_HIDDEN void mth_page_flush_stats(mth_heap_t *heap, mth_page_t *page);
@@ -630,43 +666,34 @@ MTH_HIDDEN void mth_direct_update(mth_heap_t *heap, size_t bin);
 MTH_HIDDEN void mth_page_give_back(mth_heap_t *heap, mth_page_t *page, mth_block_t *b);
 
 /* ---- block caches (bcache.c) ---- */
-MTH_HIDDEN bool mth_bcache_setup(mth_heap_t *heap, mth_page_t *c);
 MTH_HIDDEN void mth_bcache_schedule(mth_heap_t *heap);
 MTH_HIDDEN void mth_bcache_beat(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void *mth_bcache_pop(mth_heap_t *heap, mth_page_t *cache);
 MTH_HIDDEN void mth_bcache_scavenge(mth_heap_t *heap, uint64_t now);
 MTH_HIDDEN void mth_bcache_flush(mth_heap_t *heap);
-MTH_HIDDEN void mth_bcache_free(mth_heap_t *heap, mth_page_t *slice, mth_block_t *b);
+MTH_HIDDEN void mth_bcache_retrip(mth_page_t *c);
 MTH_HIDDEN bool mth_bcache_grow(mth_heap_t *heap, mth_page_t *c);
 MTH_HIDDEN void mth_lcache_scavenge(mth_heap_t *heap, bool all);   /* page.c */
 MTH_HIDDEN bool mth_pages_give_back_kept(mth_heap_t *heap);          /* page.c */
-MTH_INLINE size_t mth_bcache_count(const mth_page_t *cache) { return (uint32_t)(0u - MTH_RACY_GET(cache->used)); }
-/* Whether bin's cache was ever set up: asked before its descriptor is read, so a class that
- * never needed a cache leaves the heap's pages of descriptors untouched (not even read: a
- * read of a fresh page is a page fault too). */
-MTH_INLINE bool mth_bcache_used(const mth_heap_t *heap, size_t bin) {
-  size_t k = bin - MTH_BCACHE_BIN0;
-  return (heap->bcache_set[k / 64] >> (k % 64)) & 1;
+/* The blocks cache c holds: trip - used (bcache.c).  Statistics read the two fields from other
+ * threads without the lock: a torn pair is clamped to the cap. */
+MTH_INLINE size_t mth_bcache_count(const mth_page_t *c) {
+  uint32_t n = MTH_RACY_GET(c->trip) - MTH_RACY_GET(c->used);
+  return n <= MTH_RACY_GET(c->capacity) ? n : MTH_RACY_GET(c->capacity);
 }
 MTH_HIDDEN void mth_free_twice(const void *p);   /* alloc.c */
-/* The block cache of bin (>= MTH_BCACHE_BIN0): the array's offset and the bin's bias folded
- * into one constant, so the address is a shift and an add (free's inline path). */
-MTH_INLINE mth_page_t *mth_bcache_of(mth_heap_t *heap, size_t bin) {
-  return (mth_page_t *)((uintptr_t)heap + offsetof(mth_heap_t, bcache) -
-                        MTH_BCACHE_BIN0 * sizeof(mth_page_t) + (bin << MTH_PAGE_DESC_SHIFT));
-}
 
 /* b, freed by the owner into a full page of c's class, into cache c if there is room (true);
  * false when it is full, and the caller puts b on its page.  The caller has checked that b is
  * not c's first block already (freed twice in a row, the check pages make too) and schedules
  * the scavenge if none is (heap->bcache_scavenge_ms == 0).  The slow path's; free's fast path
- * has its own copy in mth_bcache_free (bcache.c). */
+ * pushes as onto a page and calls out when used reaches 0 (bcache.c). */
 MTH_INLINE bool mth_bcache_put(mth_page_t *c, mth_block_t *b) {
-  uint32_t used = c->used - 1;
-  if (0u - used > c->capacity) return false;   /* full; capacity (the cap) 0: caches off */
+  if (mth_bcache_count(c) >= c->capacity) return false;   /* full; capacity (the cap) 0: caches off */
   b->next = c->free;
   c->free = b;
-  MTH_RACY_SET(c->used, used);
+  MTH_RACY_ADD(c->used, -1);
+  if (c->used == 0) mth_bcache_retrip(c);   /* the fast path's next push must not pass 0 */
   return true;
 }
 MTH_HIDDEN void mth_retired_expire(mth_heap_t *heap);

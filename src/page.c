@@ -536,10 +536,15 @@ static void mth_page_retire(mth_heap_t *heap, mth_page_t *page) {
   else mth_retired_push(heap, page);
 }
 
-/* The owner's free fast path emptied a page of its queues (or a large span). */
-void mth_page_emptied(mth_heap_t *heap, mth_page_t *page) {
+/* The owner's free fast path emptied a page of its queues (or a large span), or brought a
+ * block cache to its trip count (alloc.h). */
+void mth_free_emptied(mth_heap_t *heap, mth_page_t *list) {
+  if ((uintptr_t)list - (uintptr_t)heap->bcache < sizeof heap->bcache) {
+    mth_bcache_trip(heap, list);
+    return;
+  }
   mth_heap_enter(heap);
-  mth_page_retire(heap, page);
+  mth_page_retire(heap, list);
   mth_heap_leave(heap);
 }
 

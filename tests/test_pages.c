@@ -54,9 +54,9 @@
  *            before the next slice) is no block's
  *   footprint  a new thread that mallocs one small block: its heap starts a page and has at
  *            most two resident pages (the block caches, set up on first use, and the remote-free
- *            inbox stay untouched), its segment's header one; then a free into a full page of
- *            a cached class sets up that class's cache, which takes the block and hands it
- *            back.  (bench/tools/thread_footprint 64 64: 40.9 KiB per thread before these
+ *            inbox stay untouched), its segment's header one; then the first page of a cached
+ *            class that fills sets up that class's cache, which takes a block freed into the
+ *            page and hands it back.  (bench/tools/thread_footprint 64 64: 40.9 KiB per thread before these
  *            changes, 26.3 after; glibc 11.2.)
  *   bound and expire run with MTHEAP_BCACHE=0: they count the kept empty pages, and a block
  *            cache (src/bcache.c) keeps pages from emptying; the cases below check the caches:
@@ -95,7 +95,14 @@
  *   kept     one block of each of 20 classes above 8 KiB in turn: the ring's empty pages go
  *            back before a new page takes fresh slices, so the thread holds about one page's
  *            spans at a time (416 KiB; the ring's 19 pages made it 2336 KiB)
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain */
+ *   trigger  a window of 3000 blocks of random sizes (most small, some above 8 KiB, a few large
+ *            spans) replaced 60 000 times, then half freed, then all: every slice of a page
+ *            with our tag names the list free's fast path pushes its blocks on (the page when
+ *            it has room, the class's cache when it is full), and every cache stays within its
+ *            cap, trips (calls out of the fast path, src/bcache.c) at its cap + 1 at the latest
+ *            and never lets a push pass its trip count, and trips on its first block when no
+ *            scavenge is scheduled
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain|trigger */
 #include "testutil.h"
 #include <semaphore.h>
 #include <sys/mman.h>
@@ -526,15 +533,20 @@ static void *footprint_thread(void *arg) {
                     "resident pages of cache descriptors, expected none", dp);
   for (size_t bin = 1; bin < MTH_BCACHE_BIG; bin++) T_FREE(one[bin]);
   for (size_t k = 0; k < MTH_BCACHE_BINS; k++) TCHECK(heap->bcache[k].flags == 0);
-  /* 20 KiB blocks: the class has a cache; fill a page, free one block into it (full) */
+  /* 20 KiB blocks: the class has a cache, set up when its first page fills (its frees go
+   * there); fill a page, free one block into it (full) */
   enum { N = 16 };
   void *q[N];
-  for (int i = 0; i < N; i++) TCHECK((q[i] = T_MALLOC(20000)) != NULL);
   mth_page_t *c = &heap->bcache[mth_bin_of(20000) - MTH_BCACHE_BIN0];
-  TCHECK(c->flags == 0);
+  for (int i = 0; i < N; i++) {
+    TCHECK((q[i] = T_MALLOC(20000)) != NULL);
+    if (i == 0) TCHECKF(c->flags == 0, "%s", "one block of a cached class, and its cache is set up");
+  }
+  TCHECKF(c->flags == MTH_PAGE_META && mth_bcache_count(c) == 0, "a full page of a cached class, and its "
+          "cache is not set up (flags %u, %zu cached)", c->flags, mth_bcache_count(c));
   T_FREE(q[0]);
-  TCHECKF(c->flags == MTH_PAGE_META && mth_bcache_count(c) == 1, "free into a full page of a cached class did "
-          "not set its cache up (flags %u, %zu cached)", c->flags, mth_bcache_count(c));
+  TCHECKF(mth_bcache_count(c) == 1, "a free into a full page of a cached class: %zu cached, expected 1",
+          mth_bcache_count(c));
   void *again = T_MALLOC(20000);
   TCHECKF(again == q[0], "the cached block %p was not the next malloc of its class (%p)", q[0], again);
   for (int i = 0; i < N; i++) T_FREE(i ? q[i] : again);
@@ -750,8 +762,8 @@ static void *lifo_small_thread(void *arg) {
   {
     int k = 700;   /* its page filled after the heap grew past the bound */
     mth_page_t *page = mth_page_of(mth_segment_of(ls_p[k]), ls_p[k]);
-    TCHECKF(page->used == page->reserved && page->owner == mth_owner_cached(heap), "setup: block "
-            "%d's page is not full with its frees going to the cache", k);
+    TCHECKF(page->used == page->reserved && page->flags == MTH_PAGE_FULL && page->owner == heap &&
+            page->list == c, "setup: block %d's page is not full with its frees going to the cache", k);
     mth_heap_enter(heap);
     TCHECK(mth_page_free_for(heap, page, (mth_block_t *)ls_p[k]));
     mth_heap_leave(heap);
@@ -763,7 +775,7 @@ static void *lifo_small_thread(void *arg) {
     TCHECK(mth_page_of(mth_segment_of(ls_p[j]), ls_p[j]) == page);
     T_FREE(ls_p[j]);
     ls_p[j] = NULL;
-    TCHECKF(page->flags == 0 && page->owner == heap && mth_bcache_count(c) == cached &&
+    TCHECKF(page->flags == 0 && page->owner == heap && page->list == page && mth_bcache_count(c) == cached &&
             page->used + 2u == page->reserved, "the owner's next free into it left it full (flags %u) "
             "or went to the cache (%zu cached, %zu before)", page->flags, mth_bcache_count(c), cached);
   }
@@ -1312,6 +1324,132 @@ static void case_borrow(void) {
   TCHECKF(n >= 3, "the report counts %" PRIu64 " borrowed spans, 3 were taken", n);
 }
 
+/* ---- trigger: free's fast path pushes onto the list its block's slice names, a page's or its
+ * class's block cache's, and calls out when used reaches 0 (src/alloc.h, src/bcache.c); a
+ * wrong list or a cache whose used may pass 0 loses blocks or leaves a cache unbounded. */
+
+/* Every span of the heap's segments with our tag: each slice names the page itself when the
+ * page has room, its class's cache (set up) when it is full. */
+static void tr_check_segments(mth_heap_t *heap, mth_segment_t *seg, int *pages, int *cached) {
+  for (; seg; seg = seg->next)
+    for (size_t k = 1; k < MTH_SLICES; k++) {
+      mth_page_t *page = &seg->pages[k];
+      if (!(seg->used_mask >> k & 1) || page->span != page || mth_page_unused(page, page->flags)) continue;
+      if (page->owner != heap) {
+        TCHECKF(page->owner == NULL, "a page of %u-byte blocks carries another heap's tag", page->block_size);
+        continue;
+      }
+      mth_page_t *want = page;
+      if (page->flags == 0) {
+        (*pages)++;
+      } else {
+        TCHECKF(page->flags == MTH_PAGE_FULL && mth_bcache_used(heap, page->bin),
+                "a page of %u-byte blocks (flags %u) has our tag, and its class no cache", page->block_size,
+                page->flags);
+        want = mth_bcache_of(heap, page->bin);
+        (*cached)++;
+      }
+      size_t n = page->bin == MTH_BIN_LARGE ? 1 : page->slice_count;
+      for (size_t j = 0; j < n; j++)
+        TCHECKF(page[j].owner == heap && page[j].list == want,
+                "slice %zu of a page of %u-byte blocks (flags %u): owner %p list %p, expected %p %p", j,
+                page->block_size, page->flags, (void *)page[j].owner, (void *)page[j].list, (void *)heap,
+                (void *)want);
+    }
+}
+
+/* Every cache set up: within its cap, its trip count at most the cap + 1 and its used at least
+ * 1 (the next push must not pass 0), its next itself (so that free's test calls out), and
+ * with no scavenge scheduled, its first block trips. */
+static void tr_check_caches(mth_heap_t *heap) {
+  for (size_t k = 0; k < MTH_BCACHE_BINS; k++) {
+    mth_page_t *c = &heap->bcache[k];
+    if (c->flags == 0) continue;
+    uint32_t held = c->trip - c->used;
+    TCHECKF(held <= c->capacity, "cache of %u-byte blocks holds %u, its cap is %u", c->block_size, held,
+            c->capacity);
+    TCHECKF(c->used >= 1 && c->trip <= (uint32_t)c->capacity + 1 && c->next == c,
+            "cache of %u-byte blocks (cap %u, %u held): trips at %u, used %u, next %p", c->block_size,
+            c->capacity, held, c->trip, c->used, (void *)c->next);
+    if (heap->bcache_scavenge_ms == 0)
+      TCHECKF(c->trip == 1, "no scavenge scheduled, yet the cache of %u-byte blocks trips at %u", c->block_size,
+              c->trip);
+  }
+}
+
+static void *trigger_thread(void *arg) {
+  (void)arg;
+  enum { W = 3000, STEPS = 60000 };
+  static unsigned char *live[W];
+  static size_t len[W];
+  th_rng_t r = th_rng(77);
+  mth_heap_t *heap = mth_tls_heap;
+  int pages = 0, cached = 0;
+  for (int step = 0; step < STEPS; step++) {
+    size_t i = th_below(&r, W);
+    if (live[i]) {
+      th_verify_seed(live[i], len[i], len[i], (uint64_t)i);
+      T_FREE(live[i]);
+    }
+    /* mostly small, some big (cached classes), now and then a large span */
+    uint64_t kind = th_below(&r, 100);
+    len[i] = kind < 70 ? th_logsize(&r, 8, 4096) : kind < 99 ? th_logsize(&r, 4097, 65536) : 200000;
+    TCHECK((live[i] = T_MALLOC(len[i])) != NULL);
+    th_fill_seed(live[i], len[i], (uint64_t)i);
+    if (heap == &mth_heap_empty) heap = mth_tls_heap;
+    if (step % 5000 == 4999) {
+      tr_check_segments(heap, heap->segs_avail, &pages, &cached);
+      tr_check_segments(heap, heap->segs_full, &pages, &cached);
+      tr_check_caches(heap);
+    }
+  }
+  /* half the window back, at random: pages empty and retire, caches fill to their caps */
+  for (size_t i = 0; i < W; i += 2) {
+    T_FREE(live[i]);
+    live[i] = NULL;
+  }
+  tr_check_segments(heap, heap->segs_avail, &pages, &cached);
+  tr_check_segments(heap, heap->segs_full, &pages, &cached);
+  tr_check_caches(heap);
+  for (size_t i = 0; i < W; i++) T_FREE(live[i]);
+  /* the slow path's frees into full pages (mth_bcache_put), checked after each: a put that
+   * brings used to 0 must move the trip count on, or the fast path's next push passes it */
+  mtheap_collect(true);
+  enum { SLOW = 64 };
+  void *q[SLOW];
+  for (int i = 0; i < SLOW; i++) TCHECK((q[i] = T_MALLOC(20000)) != NULL);
+  mth_page_t *c = mth_bcache_of(heap, mth_bin_of(20000));
+  for (int i = 0; i < SLOW; i++) {
+    mth_page_t *page = mth_page_of(mth_segment_of(q[i]), q[i]);
+    mth_heap_enter(heap);
+    mth_page_free_local(heap, page, (mth_block_t *)q[i]);
+    mth_heap_leave(heap);
+    tr_check_caches(heap);
+  }
+  TCHECKF(mth_bcache_count(c) >= 16, "the slow path's frees left %zu blocks in the cache", mth_bcache_count(c));
+  /* scavenges: the first samples the low-water marks, the second gives back what stayed, and
+   * with the caches empty no scavenge is scheduled: every cache trips on its next block */
+  for (int round = 0; round < 3 && heap->bcache_scavenge_ms; round++) {
+    mth_heap_enter(heap);
+    mth_bcache_scavenge(heap, mth_clock_ms());
+    mth_heap_leave(heap);
+    tr_check_caches(heap);
+  }
+  TCHECKF(heap->bcache_scavenge_ms == 0 && mth_bcache_count(c) == 0, "scavenges left %zu blocks cached",
+          mth_bcache_count(c));
+  mtheap_collect(true);
+  tr_check_caches(heap);
+  printf("checked %d pages with room and %d full pages of cached classes\n", pages, cached);
+  TCHECK(pages > 100 && cached > 100);
+  return NULL;
+}
+
+static void case_trigger(void) {
+  pthread_t t;
+  TCHECK(pthread_create(&t, NULL, trigger_thread, NULL) == 0);
+  TCHECK(pthread_join(t, NULL) == 0);
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -1342,7 +1480,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "drain")) case_drain();
   else if (!strcmp(c, "bcache_newseg")) case_bcache_newseg();
   else if (!strcmp(c, "borrow")) case_borrow();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain",
+  else if (!strcmp(c, "trigger")) case_trigger();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain|trigger",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
