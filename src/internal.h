@@ -198,6 +198,20 @@ MTH_INLINE size_t mth_bin_stride(size_t bin) {
   return bs < MTH_SPREAD_MIN ? bs : (bs + MTH_SLICE_SIZE - 1) & ~(MTH_SLICE_SIZE - 1);
 }
 
+/* Bits set in x.  The baseline x86-64 has no popcnt instruction, and there
+ * __builtin_popcountll is a call into libgcc (__popcountdi2: 13 M instructions of `xfree -t
+ * 4`'s span searches under callgrind); the bit-slicing sum is a dozen instructions inline. */
+MTH_INLINE int mth_popcount64(uint64_t x) {
+#ifdef __POPCNT__
+  return __builtin_popcountll(x);
+#else
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (int)((x * 0x0101010101010101ull) >> 56);
+#endif
+}
+
 /* ---- blocks, pages, segments ---- */
 typedef struct mth_block_s { struct mth_block_s *next; } mth_block_t;
 typedef struct mth_heap_s mth_heap_t;

@@ -36,7 +36,7 @@ static void mth_seglist_push(mth_segment_t **head, mth_segment_t *seg) {
 /* Free slices that may be resident ("idle"): counted per heap and in all, so that a heap about
  * to touch fresh memory knows whether another heap has some to lend (lend.c). */
 MTH_INLINE int mth_seg_idle(const mth_segment_t *seg) {
-  return __builtin_popcountll(seg->dirty_mask & ~seg->used_mask);
+  return mth_popcount64(seg->dirty_mask & ~seg->used_mask);
 }
 static void mth_idle_adjust(mth_segment_t *seg, int delta) {
   if (delta == 0) return;
@@ -126,7 +126,7 @@ void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first, size_t
                       bool *is_zero) {
   uint64_t bits = mth_run_bits(idx, n);
   if (seg->used_mask == 1) heap->empty_segs--;
-  mth_idle_adjust(seg, -__builtin_popcountll(seg->dirty_mask & bits));
+  mth_idle_adjust(seg, -mth_popcount64(seg->dirty_mask & bits));
   MTH_RACY_SET(seg->used_mask, seg->used_mask | bits);
   if (is_zero) *is_zero = (seg->dirty_mask & bits) == 0;
   MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask & ~bits);
@@ -178,11 +178,11 @@ static void mth_fit_segment(mth_segment_t *seg, size_t n, size_t room, mth_fit_t
     int at = s, most = 0;
     if (room) {
       /* the block over resident slices, the room it grows into over untouched ones */
-      most = __builtin_popcountll(dirty & mth_run_bits((size_t)s, n)) -
-             __builtin_popcountll(dirty & mth_run_bits((size_t)s + n, room));
+      most = mth_popcount64(dirty & mth_run_bits((size_t)s, n)) -
+             mth_popcount64(dirty & mth_run_bits((size_t)s + n, room));
     } else if (dirty) {
       /* slide the window over the run, counting the dirty slices it covers */
-      int d = __builtin_popcountll(dirty & mth_run_bits((size_t)s, n));
+      int d = mth_popcount64(dirty & mth_run_bits((size_t)s, n));
       most = d;
       for (int p = s + 1; p + (int)n <= s + len && most < (int)n; p++) {
         d += (int)((dirty >> (p + n - 1)) & 1) - (int)((dirty >> (p - 1)) & 1);
@@ -267,7 +267,7 @@ search:
 
 static void mth_segment_purge_dirty(mth_segment_t *seg) {
   uint64_t d = seg->dirty_mask & ~seg->used_mask;
-  mth_idle_adjust(seg, -__builtin_popcountll(d));
+  mth_idle_adjust(seg, -mth_popcount64(d));
   while (d) {
     int s = __builtin_ctzll(d);
     uint64_t rest = d >> s;
@@ -348,7 +348,7 @@ void mth_span_free_now(mth_heap_t *heap, mth_page_t *page) {
   heap->absent_purged = 1;
   uint64_t bits = mth_run_bits(idx, n);
   if ((seg->dirty_mask & bits) == 0) return;   /* purged already (delay 0) */
-  mth_idle_adjust(seg, -__builtin_popcountll(seg->dirty_mask & bits));
+  mth_idle_adjust(seg, -mth_popcount64(seg->dirty_mask & bits));
   mth_os_purge((uint8_t *)seg + (idx << MTH_SLICE_SHIFT), n << MTH_SLICE_SHIFT);
   MTH_RACY_SET(seg->dirty_mask, seg->dirty_mask & ~bits);
 }

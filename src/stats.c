@@ -40,7 +40,7 @@ static void mth_stats_segment(mth_segment_t *seg, void *arg) {
     return;
   }
   uint64_t idle = LOAD(seg->dirty_mask) & ~LOAD(seg->used_mask);
-  acc->unpurged += (size_t)__builtin_popcountll(idle) << MTH_SLICE_SHIFT;
+  acc->unpurged += (size_t)mth_popcount64(idle) << MTH_SLICE_SHIFT;
   for (size_t k = 1; k < MTH_SLICES; k++) {
     mth_page_t *page = &seg->pages[k];
     uint32_t flags = LOAD(page->flags);

@@ -102,7 +102,9 @@
  *            cap, trips (calls out of the fast path, src/bcache.c) at its cap + 1 at the latest
  *            and never lets a push pass its trip count, and trips on its first block when no
  *            scavenge is scheduled
- * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain|trigger */
+ *   popcount mth_popcount64, which the span search counts resident slices with, against a
+ *            loop: edge cases and 200 000 random words of every density
+ * usage: test_pages reuse|bound|expire|collect|aligned|heartbeat|absent|absent_back|absent_adopt|lifo|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain|trigger|popcount */
 #include "testutil.h"
 #include <semaphore.h>
 #include <sys/mman.h>
@@ -1450,6 +1452,21 @@ static void case_trigger(void) {
   TCHECK(pthread_join(t, NULL) == 0);
 }
 
+/* ---- popcount: the span search weighs windows by the resident slices they cover, counted with
+ * mth_popcount64 (src/internal.h), which is no libgcc call on the baseline x86-64 */
+static void case_popcount(void) {
+  static const uint64_t edge[] = {0, 1, ~0ull, 0x8000000000000000ull, 0xffull, 0xff00000000000000ull,
+                                  0x5555555555555555ull, 0xaaaaaaaaaaaaaaaaull, 0x0f0f0f0f0f0f0f0full};
+  th_rng_t r = th_rng(5);
+  for (int i = 0; i < 200000; i++) {
+    uint64_t x = i < (int)(sizeof edge / sizeof *edge) ? edge[i] : th_next(&r) & th_next(&r) >> (i % 64);
+    int want = 0;
+    for (uint64_t y = x; y; y &= y - 1) want++;
+    TCHECKF(mth_popcount64(x) == want, "popcount(%#llx) = %d, expected %d", (unsigned long long)x,
+            mth_popcount64(x), want);
+  }
+}
+
 int main(int argc, char **argv) {
   th_require_mtheap_extras();
   th_watchdog(60, "test_pages");
@@ -1481,7 +1498,8 @@ int main(int argc, char **argv) {
   else if (!strcmp(c, "bcache_newseg")) case_bcache_newseg();
   else if (!strcmp(c, "borrow")) case_borrow();
   else if (!strcmp(c, "trigger")) case_trigger();
-  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain|trigger",
+  else if (!strcmp(c, "popcount")) case_popcount();
+  else TFAIL("usage: %s reuse|bound|expire|collect|aligned|heartbeat|lifo|lifo_small|refill|carve|footprint|spans|spread|bcache_bound|bcache_scavenge|bcache_exit|bcache_direct|bcache_loan|bcache_newseg|borrow|lcache|kept|drain|trigger|popcount",
              argv[0]);
   printf("test_pages %s: ok\n", c);
   return 0;
