@@ -246,8 +246,6 @@ typedef struct mth_page_s {
   uint16_t slice_offset;      /* bytes from this descriptor back to the span's first one */
   uint8_t bin;
   uint8_t slice_count;        /* span length in slices */
-  struct mth_page_s *span;    /* a live span's slices: its first descriptor (the slow paths'
-                                 way back) */
   struct mth_page_s *list;    /* where the owner's free pushes a block of this slice: the
                                  span's page, or for a full page of a cached class the class's
                                  block cache; read only where owner named the freeing heap */
@@ -578,7 +576,6 @@ MTH_INLINE mth_page_t *mth_slice_of_fast(mth_segment_t *seg, uintptr_t a) {
   size_t off = (a >> (MTH_SLICE_SHIFT - MTH_PAGE_DESC_SHIFT)) & ((MTH_SLICES - 1) << MTH_PAGE_DESC_SHIFT);
   return (mth_page_t *)((uint8_t *)seg + off + offsetof(mth_segment_t, pages));
 }
-MTH_INLINE mth_page_t *mth_slice_page(mth_page_t *slice) { return MTH_RACY_GET(slice->span); }
 MTH_INLINE uint8_t *mth_page_start(const mth_page_t *page);
 /* How far p is into its block (0: p starts one).  A large page holds one block at the span's
  * start, no shorter than the span: beyond block_size is no block at all (the caller checks). */

@@ -5,10 +5,10 @@
  *   - used_mask bit 0 is always set (the header slice); dirty_mask & used_mask == 0.
  *   - a span segment is on its heap's segs_full list iff used_mask == ~0, else on segs_avail.
  *   - for every slice k of a live span starting at s: span_of[k] == mth_span_of_slice(s),
- *     pages[k].slice_offset == (k-s)*sizeof(mth_page_t), pages[k].span == &pages[s], and
- *     pages[s] describes the span (pages[k].owner: internal.h); a free slice's descriptor has
- *     flags MTH_PAGE_UNUSED, or is all zeros if no span has used the slice since the segment
- *     was made (mth_page_unused).
+ *     pages[k].slice_offset == (k-s)*sizeof(mth_page_t), and pages[s] describes the span
+ *     (pages[k].owner and list: internal.h); a free slice's descriptor has flags
+ *     MTH_PAGE_UNUSED, or is all zeros if no span has used the slice since the segment was
+ *     made (mth_page_unused).
  *   - at most one empty span segment per heap stays cached (heap->empty_segs); the rest go
  *     back to the arena at once.
  *   - everything above changes only under the segment heap's lock (mth_heap_enter, or another
@@ -137,7 +137,6 @@ void mth_slices_claim(mth_heap_t *heap, mth_segment_t *seg, size_t first, size_t
   }
   for (size_t k = idx; k < idx + n; k++) {
     MTH_RACY_SET(seg->span_of[k], mth_span_of_slice(first));
-    MTH_RACY_SET(seg->pages[k].span, &seg->pages[first]);
     if (k == first) continue;
     MTH_RACY_SET(seg->pages[k].slice_offset, (uint16_t)((k - first) * sizeof(mth_page_t)));
     MTH_RACY_SET(seg->pages[k].flags, 0);

@@ -1336,7 +1336,9 @@ static void tr_check_segments(mth_heap_t *heap, mth_segment_t *seg, int *pages, 
   for (; seg; seg = seg->next)
     for (size_t k = 1; k < MTH_SLICES; k++) {
       mth_page_t *page = &seg->pages[k];
-      if (!(seg->used_mask >> k & 1) || page->span != page || mth_page_unused(page, page->flags)) continue;
+      if (!(seg->used_mask >> k & 1) || seg->span_of[k] != mth_span_of_slice(k) ||
+          mth_page_unused(page, page->flags))
+        continue;
       if (page->owner != heap) {
         TCHECKF(page->owner == NULL, "a page of %u-byte blocks carries another heap's tag", page->block_size);
         continue;
