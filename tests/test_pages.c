@@ -113,6 +113,13 @@
 
 #define SLICE MTH_SLICE_SIZE
 
+/* The cases that need a heap of their own run fn in a new thread. */
+static void in_new_thread(void *(*fn)(void *)) {
+  pthread_t t;
+  th_thread(&t, fn, NULL);
+  th_join(t);
+}
+
 static uint64_t class_pages(size_t block_size) {
   struct mtheap_stats st;
   th_stats(&st);
@@ -590,11 +597,7 @@ static void *spans_thread(void *arg) {
   return NULL;
 }
 
-static void case_spans(void) {
-  pthread_t t;
-  TCHECK(pthread_create(&t, NULL, spans_thread, NULL) == 0);
-  TCHECK(pthread_join(t, NULL) == 0);
-}
+static void case_spans(void) { in_new_thread(spans_thread); }
 
 static void *spread_thread(void *arg) {
   (void)arg;
@@ -633,23 +636,11 @@ static void *spread_thread(void *arg) {
   return NULL;
 }
 
-static void case_spread(void) {
-  pthread_t t;
-  TCHECK(pthread_create(&t, NULL, spread_thread, NULL) == 0);
-  TCHECK(pthread_join(t, NULL) == 0);
-}
+static void case_spread(void) { in_new_thread(spread_thread); }
 
-static void case_footprint(void) {
-  pthread_t t;
-  TCHECK(pthread_create(&t, NULL, footprint_thread, NULL) == 0);
-  TCHECK(pthread_join(t, NULL) == 0);
-}
+static void case_footprint(void) { in_new_thread(footprint_thread); }
 
-static void case_carve(void) {
-  pthread_t t;
-  TCHECK(pthread_create(&t, NULL, carve_thread, NULL) == 0);
-  TCHECK(pthread_join(t, NULL) == 0);
-}
+static void case_carve(void) { in_new_thread(carve_thread); }
 
 static void case_lifo(void) {
   enum { N = 42 };            /* spans of four 16 KiB blocks: ten full ones and one half full */
@@ -818,11 +809,7 @@ static void *lifo_small_thread(void *arg) {
   return NULL;
 }
 
-static void case_lifo_small(void) {
-  pthread_t t;
-  TCHECK(pthread_create(&t, NULL, lifo_small_thread, NULL) == 0);
-  TCHECK(pthread_join(t, NULL) == 0);
-}
+static void case_lifo_small(void) { in_new_thread(lifo_small_thread); }
 
 enum { BC_N = 2000 };
 #define BC_SIZE ((size_t)16384)
@@ -1190,11 +1177,7 @@ static void *newseg_thread(void *arg) {
   return NULL;
 }
 
-static void case_bcache_newseg(void) {
-  pthread_t t;
-  TCHECK(pthread_create(&t, NULL, newseg_thread, NULL) == 0);
-  TCHECK(pthread_join(t, NULL) == 0);
-}
+static void case_bcache_newseg(void) { in_new_thread(newseg_thread); }
 
 /* Borrowing (src/lend.c): a thread that starts while another holds free resident slices
  * takes its spans there instead of in a fresh segment.  The lender frees six 256 KiB blocks
@@ -1448,11 +1431,7 @@ static void *trigger_thread(void *arg) {
   return NULL;
 }
 
-static void case_trigger(void) {
-  pthread_t t;
-  TCHECK(pthread_create(&t, NULL, trigger_thread, NULL) == 0);
-  TCHECK(pthread_join(t, NULL) == 0);
-}
+static void case_trigger(void) { in_new_thread(trigger_thread); }
 
 /* ---- popcount: the span search weighs windows by the resident slices they cover, counted with
  * mth_popcount64 (src/internal.h), which is no libgcc call on the baseline x86-64 */
