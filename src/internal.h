@@ -29,11 +29,11 @@
  *     state (free slice, header slice, aligned, any other full page) has owner NULL, so the
  *     free fast path needs one comparison, and pushes without asking which list it is.
  *   - a page of several slices (not a large span: its one block starts in its first slice)
- *     has a copy of its owner tag, its list and its class (bin) in each later slice's
- *     descriptor, written with the tag (mth_page_set_flags): free's fast path reads the
- *     descriptor of its block's own slice, owner and list on one line.  Every other
- *     descriptor but a span's first has owner NULL: a later slice of a large span, a free or
- *     never-used slice, and in a huge segment the slice its block starts in (segment.c).
+ *     has a copy of its owner tag and its list in each later slice's descriptor, written with
+ *     the tag (mth_page_set_flags): free's fast path reads the descriptor of its block's own
+ *     slice, owner and list on one line.  Every other descriptor but a span's first has owner
+ *     NULL: a later slice of a large span, a free or never-used slice, and in a huge segment
+ *     the slice its block starts in (segment.c).
  *   - page->used counts blocks handed out and not yet freed *locally*; remote frees count as
  *     used until the owner drains its inbox.
  *   - a block is in exactly one place: page->free, a slot of heap->inbox, heap->remote (the
@@ -443,7 +443,6 @@ MTH_INLINE void mth_page_set_flags(mth_page_t *page, uint32_t flags, mth_heap_t 
   /* the tag's copies in the page's other slices (free's fast path reads its block's slice) */
   if (MTH_UNLIKELY(page->slice_count > 1) && page->bin != MTH_BIN_LARGE)
     for (size_t k = 1; k < page->slice_count; k++) {
-      MTH_RACY_SET(page[k].bin, page->bin);
       if (owner) page[k].list = list;
       __atomic_store_n(&page[k].owner, owner, __ATOMIC_RELAXED);
     }
